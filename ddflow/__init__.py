@@ -1,0 +1,45 @@
+"""ddflow: differential dataflow in Python, over partially ordered time.
+
+Build a `Dataflow`, feed it `(data, time, diff)` updates through input sessions, and
+read the exact changes of its outputs at lattice times: ints, `Product(epoch, round)`
+in loops, `AltNeu` in delta queries.  The front-door names are loaded lazily, so that
+importing a core module (`ddflow.trace`, `ddflow.updates`) does not pull in engines.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ddflow.errors import (BatchError, CompactionError, ConvergenceError, DataError,
+                           DataflowError, DiffError, EngineUnavailableError, GraphError,
+                           SessionClosedError, TimeError, UserFunctionError)
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Dataflow": ("ddflow.dataflow", "Dataflow"),
+    "InputSession": ("ddflow.dataflow", "InputSession"),
+    "Capture": ("ddflow.dataflow", "Capture"),
+    "Collection": ("ddflow.collection", "Collection"),
+    "Arranged": ("ddflow.collection", "Arranged"),
+    "Variable": ("ddflow.collection", "Variable"),
+    "LocalEngine": ("ddflow.engine.local", "LocalEngine"),
+    "Product": ("lattice", "Product"),
+    "AltNeu": ("lattice", "AltNeu"),
+    "Antichain": ("lattice", "Antichain"),
+}
+
+__all__ = sorted(list(_LAZY) + [
+    "DataflowError", "TimeError", "DataError", "DiffError", "CompactionError", "BatchError",
+    "SessionClosedError", "GraphError", "UserFunctionError", "ConvergenceError",
+    "EngineUnavailableError", "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'ddflow' has no attribute {name!r}")

@@ -1,0 +1,57 @@
+"""The typed errors of ddflow: one base, `DataflowError`, and a subclass per kind.
+
+Every error names, where it knows them, the operator, the record and the time
+involved (attributes `operator`, `record`, `time`, and in the message).  Errors
+caught at a boundary (an input session, an argument) leave the dataflow unchanged;
+errors raised while a step runs (a user function failing, a loop not converging)
+roll the step back before they reach the caller (see `Dataflow.run`).
+"""
+
+from __future__ import annotations
+
+from lattice.errors import DataflowError, TimeError
+
+
+class DataError(DataflowError):
+    """A record is unusable where it is: unhashable, or not a `(key, value)` pair
+    where a keyed operator needs one."""
+
+
+class DiffError(DataflowError):
+    """A diff is not an element of the diff semiring in use."""
+
+
+class CompactionError(DataflowError):
+    """A trace's compaction frontier was asked to move backwards."""
+
+
+class BatchError(DataflowError):
+    """A batch's updates lie outside its own description (lower / upper frontiers)."""
+
+
+class SessionClosedError(DataflowError):
+    """An input session was used after `close()`."""
+
+
+class GraphError(DataflowError):
+    """The dataflow graph is built wrongly: collections of different dataflows or
+    scopes mixed, a Variable set twice or never, building after the first run."""
+
+
+class UserFunctionError(DataflowError):
+    """A user-supplied function raised; the original exception is `__cause__`."""
+
+
+class ConvergenceError(DataflowError):
+    """An `iterate` loop reached `max_rounds` without reaching a fixpoint."""
+
+
+class EngineUnavailableError(DataflowError):
+    """An engine cannot start: Spark or Java missing, master unreachable, ..."""
+
+
+__all__ = [
+    "DataflowError", "TimeError", "DataError", "DiffError", "CompactionError",
+    "BatchError", "SessionClosedError", "GraphError", "UserFunctionError",
+    "ConvergenceError", "EngineUnavailableError",
+]

@@ -1,0 +1,76 @@
+"""Progress tracking: which times may still appear where, across scopes and loops.
+
+A *pointstamp* is a time at a place in the graph where data may yet come from: an
+input session's current time, an update queued on an edge, or an operator's
+capability (a buffered update, a pending reduce time).  The frontier at an
+operator's input is the set of minimal times that any pointstamp can still reach it
+with, after the time changes along the way: an `Enter` adds round 0, a `Leave` drops
+the round, and a `Feedback` edge adds one round.  Times not in advance of that
+frontier are complete there.
+
+`input_frontiers` computes them all at once, as the greatest fixed point of
+
+    out(n) = summary_n(meet of n's input frontiers) meet caps(n)
+    in(n, p) = out(producer of p) meet (times queued at p)
+
+swept in creation order (a topological order once feedback edges are cut).  Around a
+loop every lap adds a round, so the sweep settles after a second lap.  Nothing here
+counts empty rounds: a loop is done for an outer time exactly when no pointstamp at
+that time remains, however many rounds it took to get there.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Protocol, Sequence
+
+from lattice import Antichain
+
+EMPTY = Antichain()
+
+
+class ProgressNode(Protocol):
+    inputs: Sequence[Any]
+
+    def capabilities(self) -> Iterable[Any]: ...
+    def queued_times(self, port: int) -> Iterable[Any]: ...
+    def summary(self, frontier: Antichain) -> Antichain: ...
+
+
+def meet_all(frontiers: Sequence[Antichain]) -> Antichain:
+    """The meet of several frontiers (cheap when they are equal, the common case)."""
+    if not frontiers:
+        return EMPTY
+    first = frontiers[0]
+    result = first
+    for f in frontiers[1:]:
+        if f is result or f == result or f.is_empty():
+            continue
+        result = f if result.is_empty() else result.meet(f)
+    return result
+
+
+def input_frontiers(nodes: Sequence[ProgressNode]) -> dict[Any, tuple[Antichain, ...]]:
+    """The input frontier of every port of every node, as a tuple per node."""
+    out: dict[int, Antichain] = {id(n): EMPTY for n in nodes}
+    ins: dict[Any, tuple[Antichain, ...]] = {}
+    changed = True
+    while changed:
+        changed = False
+        for n in nodes:
+            ports = []
+            for p, producer in enumerate(n.inputs):
+                f = out[id(producer)]
+                queued = n.queued_times(p)
+                if queued:
+                    f = f.meet(Antichain(queued))
+                ports.append(f)
+            ports_t = tuple(ports)
+            ins[n] = ports_t
+            f_out = n.summary(meet_all(ports_t)) if ports_t else EMPTY
+            caps = n.capabilities()
+            if caps:
+                f_out = f_out.meet(Antichain(caps))
+            if f_out != out[id(n)]:
+                out[id(n)] = f_out
+                changed = True
+    return ins

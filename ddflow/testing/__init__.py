@@ -1,0 +1,17 @@
+"""Tools for testing incremental programs: hypothesis strategies and the law's oracle.
+
+Strategies for times (`times`, `antichains`) and update batches (`updates`,
+`keyed_updates`), and `check_law`, which checks an operator's output against the
+plain function at every time of the join-closure of the times involved: the
+accumulation law every ddflow operator answers to.
+"""
+
+from ddflow.testing.times import (TIME_KINDS, antichains, minimum_of,
+                                  nonempty_antichains, times)
+from ddflow.testing.updates import keyed_updates, updates
+from ddflow.testing.oracle import accumulate_all, check_law, join_closure
+
+__all__ = [
+    "TIME_KINDS", "times", "minimum_of", "antichains", "nonempty_antichains",
+    "updates", "keyed_updates", "check_law", "join_closure", "accumulate_all",
+]

@@ -1,0 +1,120 @@
+"""The oracle of the one law: accumulated output equals the plain function, at every time.
+
+ARCHITECTURE section 1: an operator `F` with plain (non-incremental) function `f` is
+correct when `acc(F(C1, ...), t) == f(acc(C1, t), ...)` for every time `t`.  Checking
+every time of a lattice is impossible, but both sides only change at times in the
+join-closure of the times involved (every accumulation is constant between them), so
+this module checks exactly those, plus the join of everything and any extra times a
+test adds.  Under a partial order that closure holds times at which no input changed,
+which is where an engine that only emits at input times goes wrong.
+
+This module isolates the checking; it knows nothing of operators or engines.
+
+>>> from lattice import Product
+>>> inp = [("a", Product(0, 1), 1), ("b", Product(1, 0), 1), ("a", Product(1, 1), -1)]
+>>> out = [(d.upper(), t, w) for d, t, w in inp]
+>>> check_law(out, [inp], lambda c: {d.upper(): w for d, w in c.items()})
+>>> sorted(join_closure([Product(0, 1), Product(1, 0)]), key=lambda t: t.sort_key())
+[Product(0, 1), Product(1, 0), Product(1, 1)]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from lattice import join, sort_key
+
+from ddflow.updates import accumulate, sorted_data, times_of
+
+Update = tuple[Any, Any, Any]
+
+
+def join_closure(times: Iterable[Any]) -> set:
+    """All joins of nonempty subsets of `times` (closure under pairwise join).
+
+    >>> sorted(join_closure([1, 3, 2]))
+    [1, 2, 3]
+    """
+    closure = set(times)
+    work = list(closure)
+    while work:
+        a = work.pop()
+        for b in list(closure):
+            j = join(a, b)
+            if j not in closure:
+                closure.add(j)
+                work.append(j)
+    return closure
+
+
+def accumulate_all(updates: Sequence[Update], times: Iterable[Any]) -> dict[Any, dict]:
+    """`time -> accumulate(updates, time)` for every time in `times`.
+
+    >>> accumulate_all([("a", 0, 1), ("a", 2, -1)], [0, 1, 2])
+    {0: {'a': 1}, 1: {'a': 1}, 2: {}}
+    """
+    return {t: accumulate(updates, t) for t in times}
+
+
+def _nonzero(m: Mapping[Any, Any]) -> dict:
+    return {d: w for d, w in m.items() if w}
+
+
+def _describe(t: Any, expected: dict, actual: dict) -> str:
+    diffs = []
+    for d in sorted_data(set(expected) | set(actual)):
+        e, a = expected.get(d, 0), actual.get(d, 0)
+        if e != a:
+            diffs.append(f"    {d!r}: expected {e!r}, got {a!r}")
+    return (f"accumulation law fails at time {t!r}:\n"
+            f"  expected f(inputs) = {expected!r}\n"
+            f"  actual output      = {actual!r}\n"
+            f"  differing entries:\n" + "\n".join(diffs))
+
+
+def check_law(output: Sequence[Update], inputs: Sequence[Sequence[Update]],
+              f: Callable[..., Mapping[Any, Any]], *, extra_times: Iterable[Any] = ()
+              ) -> None:
+    """Assert `accumulate(output, t) == f(*(accumulate(i, t) for i in inputs))` at every
+    `t` of the join-closure of all input and output times, their overall join, and
+    `extra_times`.  Zero multiplicities are ignored on both sides.
+
+    `f` takes one dict `data -> multiplicity` (zeros dropped) per input and returns
+    a dict `data -> multiplicity`.  With no times at all there is nothing to check,
+    except that the output accumulates to nothing.  Raises `AssertionError` naming the
+    time, both accumulations and the entries that differ.
+
+    >>> check_law([("A", 0, 1)], [[("a", 0, 1)]], lambda c: {d.upper(): w for d, w in c.items()})
+    >>> check_law([("A", 1, 1)], [[("a", 0, 1)]], lambda c: {d.upper(): w for d, w in c.items()})
+    Traceback (most recent call last):
+    ...
+    AssertionError: accumulation law fails at time 0:
+      expected f(inputs) = {'A': 1}
+      actual output      = {}
+      differing entries:
+        'A': expected 1, got 0
+    """
+    output = list(output)
+    inputs = [list(i) for i in inputs]
+    times = times_of(output)
+    for inp in inputs:
+        times |= times_of(inp)
+    check = join_closure(times)
+    if times:
+        top = None
+        for t in times:
+            top = t if top is None else join(top, t)
+        check.add(top)
+    check.update(extra_times)
+    if not check:
+        leftover = _nonzero({d: w for d, _, w in output})
+        assert not leftover, f"output without times accumulates to {leftover!r}"
+        return
+    for t in sorted(check, key=sort_key):
+        expected = _nonzero(f(*[accumulate(inp, t) for inp in inputs]))
+        actual = accumulate(output, t)
+        if expected != actual:
+            raise AssertionError(_describe(t, expected, actual))
+
+
+__all__ = ["join_closure", "accumulate_all", "check_law"]

@@ -1,0 +1,571 @@
+"""Arrangements: immutable `Batch`es of keyed updates, and the `Trace` that merges them.
+
+This module isolates the storage of indexed collections (seed 002's Trace,
+differential dataflow's arrangement): `key -> value -> [(time, diff)]`, built from
+immutable batches and merged geometrically like a log-structured merge tree, with
+logical compaction.  It leaves out what operators do with the history (joins,
+reductions) and progress tracking (which frontiers the engine may promise).
+
+A `Batch` is a consolidated set of `((key, val), time, diff)` updates with a
+description: `lower` and `upper` frontiers (every time is in advance of `lower` and
+not in advance of `upper`; an empty `upper` is unbounded) and `since` (the frontier
+its times have been advanced by).  A `Trace` is a list of batches, oldest first,
+whose descriptions follow one another (each batch's `lower` in advance of the
+previous batch's `upper`).
+
+Invariants kept (checked by `_check()` in O(n)):
+
+* in a batch, no zero diffs and at most one entry per `(key, val, time)`;
+* in a batch, every time is in advance of `lower` and already advanced by `since`
+  (`advance_by(t, since) == t`; under a partial order an advanced time need not be
+  in advance of a multi-element `since`, so that is the test, not `since <= t`);
+* batch sizes shrink geometrically from oldest to newest (each older batch holds more
+  than twice the records of the next), so there are O(log n) batches;
+* compaction (by `set_logical_compaction` then a merge or `compact()`) never changes
+  `accumulate(t)` for a time `t` in advance of the compaction frontier.
+
+Batches are never mutated, so `snapshot()` is a tuple of references and `restore()`
+puts them back: that is how the engine rolls a failed step back in O(#batches).
+
+>>> from lattice import Antichain
+>>> tr = Trace()
+>>> _ = tr.insert_updates([(("a", 1), 0, 1), (("b", 2), 1, 1)], Antichain([0]), Antichain([2]))
+>>> _ = tr.insert_updates([(("a", 1), 3, -1)], Antichain([2]), Antichain([4]))
+>>> tr.accumulate(2), tr.accumulate(3)
+({('a', 1): 1, ('b', 2): 1}, {('b', 2): 1})
+>>> tr.set_logical_compaction(Antichain([3])); tr.compact()
+>>> sorted(tr.get("a"))   # (1, 0, 1) and (1, 3, -1) both advanced to 3, then cancelled
+[]
+>>> list(tr.cursor())
+[('b', 2, 3, 1)]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator
+
+import attrs
+
+from lattice import Antichain, advance_by, less_equal, sort_key
+
+from ddflow.diff import Diff, check_diff
+from ddflow.errors import BatchError, CompactionError, DataError
+from ddflow.updates import sorted_data
+
+Entry = tuple[Any, Any, Any]
+"""One stored entry of a key: `(val, time, diff)`."""
+
+
+def _require_antichain(name: str, f: Any) -> Antichain:
+    if not isinstance(f, Antichain):
+        raise TypeError(f"{name} must be an Antichain, got {type(f).__name__} {f!r}")
+    return f
+
+
+@attrs.frozen(slots=True, eq=False, repr=False)
+class Batch:
+    """An immutable, consolidated set of keyed updates with its description.
+
+    `data` maps each key to a tuple of `(val, time, diff)` entries (no zero diffs,
+    no two entries with equal `(val, time)`); `len` is the number of entries.
+    Equality is identity: two batches are the same batch only if they are one object.
+    """
+
+    lower: Antichain
+    upper: Antichain
+    since: Antichain
+    data: dict
+    len: int
+
+    @classmethod
+    def from_updates(cls, updates: Iterable[tuple[Any, Any, Any]], lower: Antichain,
+                     upper: Antichain, since: Antichain | None = None) -> Batch:
+        """Consolidate `((key, val), time, diff)` triples into a batch.
+
+        Raises `BatchError` (naming the record and time) if a time is not in advance
+        of `lower` or is in advance of `upper`, or if `lower` does not precede
+        `upper`; `DataError` if a record is not a hashable `(key, val)` pair;
+        `DiffError` if a diff is not a diff.  `since` defaults to `lower` (times in
+        advance of `lower` are already advanced by it); a given `since` advances
+        every time by it.
+
+        >>> from lattice import Antichain
+        >>> b = Batch.from_updates([(("k", "v"), 1, 1), (("k", "v"), 1, 1), (("k", "w"), 2, 0)],
+        ...                        Antichain([0]), Antichain([5]))
+        >>> b.data, len(b)
+        ({'k': (('v', 1, 2),)}, 1)
+        >>> Batch.from_updates([(("k", "v"), 5, 1)], Antichain([0]), Antichain([5]))
+        Traceback (most recent call last):
+        ...
+        ddflow.errors.BatchError: time is in advance of the batch's upper Antichain([5]); ...
+        """
+        _require_antichain("lower", lower)
+        _require_antichain("upper", upper)
+        if since is not None:
+            _require_antichain("since", since)
+        if not lower.dominates(upper):
+            raise BatchError(f"a batch's lower {lower!r} must precede its upper {upper!r}")
+        checked: dict = {}   # time -> advanced time; each distinct time is checked once
+        groups: dict = {}    # key -> {(val, time): diff}
+        for rec in updates:
+            try:
+                (key, val), time, diff = rec
+            except (TypeError, ValueError):
+                raise DataError("an arranged update is ((key, value), time, diff)",
+                                record=rec) from None
+            try:
+                t = checked.get(time)
+            except TypeError:
+                raise DataError("a time must be hashable", record=rec[0], time=time) from None
+            if t is None:
+                if not lower.less_equal(time):
+                    raise BatchError(f"time is not in advance of the batch's lower {lower!r}",
+                                     record=rec[0], time=time)
+                if upper.less_equal(time):
+                    raise BatchError(f"time is in advance of the batch's upper {upper!r}",
+                                     record=rec[0], time=time)
+                t = checked[time] = time if since is None else advance_by(time, since)
+            if type(diff) is not int and not isinstance(diff, Diff):
+                check_diff(diff, record=rec[0], time=time)
+            try:
+                g = groups.get(key)
+                if g is None:
+                    g = groups[key] = {}
+                k = (val, t)
+                prev = g.get(k)
+            except TypeError:
+                raise DataError("keys and values of an arrangement must be hashable",
+                                record=rec[0], time=time) from None
+            g[k] = diff if prev is None else prev + diff
+        data, n = _freeze(groups)
+        return cls(lower, upper, lower if since is None else since, data, n)
+
+    @classmethod
+    def empty(cls, lower: Antichain, upper: Antichain,
+              since: Antichain | None = None) -> Batch:
+        """A batch with no updates (it only moves a trace's upper frontier)."""
+        return cls.from_updates((), lower, upper, since)
+
+    def updates(self) -> Iterator[tuple[Any, Any, Any]]:
+        """The batch's contents as `((key, val), time, diff)` triples."""
+        for key, entries in self.data.items():
+            for val, time, diff in entries:
+                yield ((key, val), time, diff)
+
+    def __len__(self) -> int:
+        return self.len
+
+    def __repr__(self) -> str:
+        return (f"Batch(lower={self.lower!r}, upper={self.upper!r}, "
+                f"since={self.since!r}, len={self.len})")
+
+    def _check(self) -> None:
+        """Assert the batch's invariants in O(len)."""
+        lower, since = self.lower, self.since
+        assert lower.dominates(self.upper), f"lower {lower!r} after upper {self.upper!r}"
+        n = 0
+        ok: set = set()
+        for key, entries in self.data.items():
+            assert type(entries) is tuple and entries, f"key {key!r}: entries {entries!r}"
+            seen: set = set()
+            for val, time, diff in entries:
+                assert diff, f"zero diff at {(key, val, time)!r}"
+                assert (val, time) not in seen, f"duplicate entry {(key, val, time)!r}"
+                seen.add((val, time))
+                if time not in ok:
+                    assert lower.less_equal(time), f"{time!r} not in advance of lower {lower!r}"
+                    assert advance_by(time, since) == time, \
+                        f"{time!r} not advanced by since {since!r}"
+                    ok.add(time)
+            n += len(entries)
+        assert n == self.len, f"len {self.len} but {n} entries"
+
+
+def _freeze(groups: dict) -> tuple[dict, int]:
+    """`key -> {(val, time): diff}` to `key -> ((val, time, diff), ...)`, zeros dropped."""
+    data: dict = {}
+    n = 0
+    for key, acc in groups.items():
+        entries = tuple([(v, t, d) for (v, t), d in acc.items() if d])
+        if entries:
+            data[key] = entries
+            n += len(entries)
+    return data, n
+
+
+def _merge(batches: list[Batch], since: Antichain | None) -> Batch:
+    """One batch holding the sum of `batches` (consecutive, oldest first).
+
+    With a `since`, every time is advanced by it and entries that become equal are
+    consolidated; without one, the sinces of the parts are met (their union).
+    """
+    lower, upper = batches[0].lower, batches[-1].upper
+    parts: dict = {}   # key -> list of entry tuples, one per batch holding the key
+    for b in batches:
+        for key, entries in b.data.items():
+            p = parts.get(key)
+            if p is None:
+                parts[key] = [entries]
+            else:
+                p.append(entries)
+    advancing = since is not None and bool(since.elements)
+    memo: dict = {}    # time -> advance_by(time, since): few distinct times, many records
+    data: dict = {}
+    n = 0
+    for key, p in parts.items():
+        if len(p) == 1 and not advancing:
+            # Already consolidated inside its batch, and nothing to advance: reuse.
+            data[key] = p[0]
+            n += len(p[0])
+            continue
+        acc: dict = {}
+        get = acc.get
+        for entries in p:
+            for val, time, diff in entries:
+                if advancing:
+                    t = memo.get(time)
+                    if t is None:
+                        t = memo[time] = advance_by(time, since)
+                    time = t
+                k = (val, time)
+                prev = get(k)
+                acc[k] = diff if prev is None else prev + diff
+        entries = tuple([(v, t, d) for (v, t), d in acc.items() if d])
+        if entries:
+            data[key] = entries
+            n += len(entries)
+    if since is None:
+        new_since = batches[0].since
+        for b in batches[1:]:
+            new_since = new_since.meet(b.since)
+    else:
+        new_since = since
+    return Batch(lower, upper, new_since, data, n)
+
+
+@attrs.frozen(slots=True, eq=False)
+class TraceSnapshot:
+    """A trace's state at one moment: its batches (immutable, shared) and frontiers."""
+
+    batches: tuple
+    since: Antichain | None
+    upper: Antichain | None
+
+
+class Trace:
+    """A spine of immutable batches, merged geometrically, with logical compaction.
+
+    `Trace(lower)` starts at frontier `lower` (its upper and its compaction
+    frontier).  `Trace()` learns its lattice from the first batch: until then
+    `upper` is None and so is `logical_compaction`, which means "not compacted":
+    every time is still distinguishable.
+
+    Reads (`get`, `values`, `history`, `accumulate_key`, `accumulate`) see the sum
+    of all batches; they are correct at every time in advance of
+    `logical_compaction`, and at earlier times only until a merge advances them.
+    """
+
+    __slots__ = ("_batches", "_since", "_upper")
+
+    def __init__(self, lower: Antichain | None = None) -> None:
+        if lower is not None:
+            _require_antichain("lower", lower)
+        self._batches: list[Batch] = []
+        self._since: Antichain | None = lower
+        self._upper: Antichain | None = lower
+
+    # --- writing -----------------------------------------------------------------
+
+    def insert(self, batch: Batch) -> None:
+        """Append `batch` (its lower must be in advance of the trace's upper), then
+        merge the newest batches while the older is at most twice the newer.
+
+        Raises `BatchError` if the batch starts before the trace's upper: its times
+        would land in a part of time the trace has already sealed.
+        """
+        if type(batch) is not Batch:
+            raise TypeError(f"Trace.insert takes a Batch, got {type(batch).__name__}")
+        if self._upper is not None and not self._upper.dominates(batch.lower):
+            raise BatchError(f"batch lower {batch.lower!r} is not in advance of the "
+                             f"trace's upper {self._upper!r}")
+        self._upper = batch.upper
+        if not batch.len:
+            return   # an empty batch only moves the upper frontier
+        batches = self._batches
+        batches.append(batch)
+        while len(batches) >= 2 and batches[-2].len <= 2 * batches[-1].len:
+            newer = batches.pop()
+            older = batches.pop()
+            merged = _merge([older, newer], self._since)
+            if merged.len:
+                batches.append(merged)
+
+    def insert_updates(self, updates: Iterable[tuple[Any, Any, Any]], lower: Antichain,
+                       upper: Antichain) -> Batch:
+        """`insert(Batch.from_updates(updates, lower, upper))`; returns the batch."""
+        batch = Batch.from_updates(updates, lower, upper)
+        self.insert(batch)
+        return batch
+
+    def set_logical_compaction(self, frontier: Antichain) -> None:
+        """Promise that no read will ask about times not in advance of `frontier`.
+
+        Takes effect lazily: the next merge (or `compact()`) advances times by it.
+        Raises `CompactionError` if `frontier` is behind the current one (the times
+        it would make distinguishable again may already have been merged).
+        """
+        _require_antichain("frontier", frontier)
+        old = self._since
+        if old is not None and not old.dominates(frontier):
+            raise CompactionError(f"logical compaction cannot move backwards, from "
+                                  f"{old!r} to {frontier!r}")
+        self._since = frontier
+
+    def compact(self) -> None:
+        """Merge every batch into one now, advancing times by `logical_compaction`
+        and consolidating (zero diffs dropped)."""
+        if not self._batches:
+            return
+        merged = _merge(self._batches, self._since)
+        self._batches = [merged] if merged.len else []
+
+    # --- reading -----------------------------------------------------------------
+
+    def get(self, key: Any) -> list[Entry]:
+        """Every stored `(val, time, diff)` of `key`, across batches, in no order.
+
+        Entries are consolidated inside each batch but not across batches.
+        """
+        batches = self._batches
+        if len(batches) == 1:
+            return list(batches[0].data.get(key, ()))
+        out: list = []
+        for b in batches:
+            entries = b.data.get(key)
+            if entries:
+                out.extend(entries)
+        return out
+
+    def values(self, key: Any) -> dict[Any, list[tuple[Any, Any]]]:
+        """`val -> [(time, diff), ...]` for `key` (unconsolidated across batches)."""
+        out: dict = {}
+        for b in self._batches:
+            entries = b.data.get(key)
+            if entries:
+                for val, time, diff in entries:
+                    h = out.get(val)
+                    if h is None:
+                        out[val] = [(time, diff)]
+                    else:
+                        h.append((time, diff))
+        return out
+
+    def history(self, key: Any, val: Any) -> list[tuple[Any, Any]]:
+        """`[(time, diff), ...]` of one `(key, val)` (unconsolidated across batches)."""
+        out = []
+        for b in self._batches:
+            entries = b.data.get(key)
+            if entries:
+                out.extend([(t, d) for v, t, d in entries if v == val])
+        return out
+
+    def accumulate_key(self, key: Any, t: Any) -> dict[Any, Any]:
+        """`val -> diff` for `key` at time `t` (sum of diffs at times `<= t`), nonzero."""
+        acc: dict = {}
+        get = acc.get
+        int_t = type(t) is int
+        for b in self._batches:
+            entries = b.data.get(key)
+            if not entries:
+                continue
+            for val, time, diff in entries:
+                if (time <= t) if int_t and type(time) is int else less_equal(time, t):
+                    prev = get(val)
+                    acc[val] = diff if prev is None else prev + diff
+        return {v: d for v, d in acc.items() if d}
+
+    def accumulate(self, t: Any) -> dict[tuple[Any, Any], Any]:
+        """`(key, val) -> diff` of the whole trace at time `t`, nonzero."""
+        acc: dict = {}
+        get = acc.get
+        int_t = type(t) is int
+        for b in self._batches:
+            for key, entries in b.data.items():
+                for val, time, diff in entries:
+                    if (time <= t) if int_t and type(time) is int else less_equal(time, t):
+                        k = (key, val)
+                        prev = get(k)
+                        acc[k] = diff if prev is None else prev + diff
+        return {k: d for k, d in acc.items() if d}
+
+    def keys(self) -> list[Any]:
+        """Keys with stored entries (first-seen order, oldest batch first)."""
+        if len(self._batches) == 1:
+            return list(self._batches[0].data)
+        return list(dict.fromkeys(k for b in self._batches for k in b.data))
+
+    def times(self, key: Any) -> set:
+        """The times at which `key` has stored entries."""
+        return {time for b in self._batches for _, time, _ in b.data.get(key, ())}
+
+    def __contains__(self, key: Any) -> bool:
+        for b in self._batches:
+            if key in b.data:
+                return True
+        return False
+
+    def record_count(self) -> int:
+        """Number of stored entries, summed over batches."""
+        return sum(b.len for b in self._batches)
+
+    __len__ = record_count
+
+    def batch_count(self) -> int:
+        return len(self._batches)
+
+    @property
+    def batches(self) -> tuple[Batch, ...]:
+        """The batches, oldest first (immutable; for inspection and tests)."""
+        return tuple(self._batches)
+
+    @property
+    def upper(self) -> Antichain | None:
+        """The frontier up to which the trace holds all updates (None before the first
+        batch of a `Trace()` created without `lower`)."""
+        return self._upper
+
+    @property
+    def logical_compaction(self) -> Antichain | None:
+        """The `since` frontier: reads are exact at times in advance of it (None: not
+        compacted yet, every time exact)."""
+        return self._since
+
+    since = logical_compaction
+
+    def cursor(self) -> TraceCursor:
+        """An ordered cursor over the current contents (unaffected by later inserts)."""
+        return TraceCursor(tuple(self._batches))
+
+    # --- rollback ----------------------------------------------------------------
+
+    def snapshot(self) -> TraceSnapshot:
+        """The current state, in O(#batches): batches are immutable and shared."""
+        return TraceSnapshot(tuple(self._batches), self._since, self._upper)
+
+    def restore(self, snapshot: TraceSnapshot) -> None:
+        """Return to the state of `snapshot` (including a compaction frontier that has
+        since moved on: a rollback is not a backward move of a live frontier)."""
+        self._batches = list(snapshot.batches)
+        self._since = snapshot.since
+        self._upper = snapshot.upper
+
+    def __repr__(self) -> str:
+        sizes = [b.len for b in self._batches]
+        return f"Trace(batches={sizes}, since={self._since!r}, upper={self._upper!r})"
+
+    def _check(self) -> None:
+        """Assert the trace's invariants in O(n) (STYLE point 5)."""
+        assert self._since is None or isinstance(self._since, Antichain)
+        prev: Batch | None = None
+        for b in self._batches:
+            assert type(b) is Batch
+            b._check()
+            assert b.len > 0, "empty batch kept in the spine"
+            if prev is not None:
+                assert prev.upper.dominates(b.lower), \
+                    f"batch lower {b.lower!r} before previous upper {prev.upper!r}"
+                assert prev.len > 2 * b.len, \
+                    f"batch sizes not geometric: {[x.len for x in self._batches]}"
+            prev = b
+        if prev is not None:
+            assert self._upper is not None and prev.upper.dominates(self._upper), \
+                f"trace upper {self._upper!r} before last batch upper {prev.upper!r}"
+
+
+class TraceCursor:
+    """Ordered, consolidated read access to a trace: keys, then values, then times.
+
+    The order seed 002 asks of traces (by key, by value, by time).  Keys and values
+    are sorted as in `ddflow.updates.sorted_data`, times by `lattice.sort_key`;
+    entries are consolidated across batches and zeros dropped, so a key or value
+    whose history cancels out does not appear.  Iterating yields seed 002's
+    4-tuples `(key, val, time, diff)`.
+
+    Stepping API, as in differential dataflow: `key_valid()`, `key()`, `step_key()`,
+    and within a key `val_valid()`, `val()`, `step_val()`, `history()`.
+    """
+
+    __slots__ = ("_batches", "_keys", "_ki", "_vals", "_vi")
+
+    def __init__(self, batches: tuple[Batch, ...]) -> None:
+        self._batches = batches
+        self._keys = sorted_data(dict.fromkeys(k for b in batches for k in b.data))
+        self._ki = -1
+        self._vals: list = []
+        self._vi = 0
+        self.step_key()
+
+    def _load(self, key: Any) -> list:
+        acc: dict = {}
+        get = acc.get
+        for b in self._batches:
+            for val, time, diff in b.data.get(key, ()):
+                k = (val, time)
+                prev = get(k)
+                acc[k] = diff if prev is None else prev + diff
+        by_val: dict = {}
+        for (val, time), diff in acc.items():
+            if diff:
+                by_val.setdefault(val, []).append((time, diff))
+        return [(val, sorted(by_val[val], key=lambda td: sort_key(td[0])))
+                for val in sorted_data(by_val)]
+
+    def key_valid(self) -> bool:
+        return self._ki < len(self._keys)
+
+    def key(self) -> Any:
+        return self._keys[self._ki]
+
+    def step_key(self) -> None:
+        """Move to the next key with a nonzero history."""
+        self._ki += 1
+        while self._ki < len(self._keys):
+            self._vals = self._load(self._keys[self._ki])
+            self._vi = 0
+            if self._vals:
+                return
+            self._ki += 1
+        self._vals = []
+
+    def rewind_keys(self) -> None:
+        self._ki = -1
+        self.step_key()
+
+    def val_valid(self) -> bool:
+        return self._vi < len(self._vals)
+
+    def val(self) -> Any:
+        return self._vals[self._vi][0]
+
+    def step_val(self) -> None:
+        self._vi += 1
+
+    def rewind_vals(self) -> None:
+        self._vi = 0
+
+    def history(self) -> list[tuple[Any, Any]]:
+        """The current `(key, val)`'s `[(time, diff), ...]`, consolidated, by sort_key."""
+        return list(self._vals[self._vi][1])
+
+    def __iter__(self) -> Iterator[tuple[Any, Any, Any, Any]]:
+        """All `(key, val, time, diff)` in order, from the first key (rewinds)."""
+        self.rewind_keys()
+        while self.key_valid():
+            key = self.key()
+            for val, hist in self._vals:
+                for time, diff in hist:
+                    yield (key, val, time, diff)
+            self.step_key()
+
+
+__all__ = ["Batch", "Trace", "TraceCursor", "TraceSnapshot", "Entry"]

@@ -1,0 +1,310 @@
+"""Update triples `(data, time, diff)` and the Z-set algebra over lists of them.
+
+This module isolates what can be said about a collection written as plain update
+triples (differential dataflow's representation, seed 003; seed 002's timed Z-sets):
+consolidation, accumulation at a time, and the group operations of seed 000.  It
+leaves out storage (`ddflow.trace`) and operators (`operators/`).
+
+Invariants kept:
+
+* Consolidated output has no zero diffs and at most one triple per `(data, time)`
+  (seed 000: "weights are never zero").
+* `consolidate` returns triples in one deterministic order: by data, then by
+  `lattice.sort_key(time)` (never by `<` on times).  Data that Python cannot order
+  (mixed types, `None`, times inside records) falls back to the key
+  `(type name, repr)`, so output never depends on hash order.
+
+Two readings of a list of triples are used, and the functions say which:
+
+* as a Z-set whose elements are `(data, time)` pairs (seed 002's "lists of
+  triples"): `plus`, `negate`, `minus`, `positive`, `distinct` act pointwise on the
+  weight of each `(data, time)`;
+* as a changing collection (the project's one law, ARCHITECTURE section 1):
+  `accumulate(updates, t)` is its content at `t`, the sum of diffs at times `<= t`.
+
+Untimed Z-sets are plain dicts `data -> diff` with no zero values: `zset`,
+`zset_plus`, `zset_negate`, `zset_minus`, `zset_positive`, `zset_distinct`, and
+`untimed` (seed 002's Consolidate operator: forget times, sum weights).
+
+Diffs are combined with Python operators (`+`, `-`, `not d` as the zero test), so
+ints and `ddflow.diff.Diff` subclasses both work; `positive` and `distinct` compare
+with 0, so they need ordered (int) diffs.
+
+>>> consolidate([(("a", 1), 2, -1), (("a", 1), 0, 1), (("b", 0), 0, 1), (("b", 0), 0, -1)])
+[(('a', 1), 0, 1), (('a', 1), 2, -1)]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Hashable, Iterable, Mapping
+
+from lattice import DataflowError, less_equal, sort_key
+
+from ddflow.errors import DiffError
+
+Update = tuple[Any, Any, Any]
+"""An update triple `(data, time, diff)`."""
+
+
+# --- deterministic order ----------------------------------------------------------
+
+def _fallback_key(x: Any) -> tuple[str, str]:
+    return (type(x).__name__, repr(x))
+
+
+def sorted_data(items: Iterable[Any], key: Callable[[Any], Any] | None = None) -> list:
+    """`items` sorted by their natural order, or by `(type name, repr)` if they have none.
+
+    `key` extracts the data to sort by from each item (default: the item itself).
+
+    >>> sorted_data([3, 1, 2]), sorted_data([2, "b", None, 1])
+    ([1, 2, 3], [None, 1, 2, 'b'])
+    """
+    items = list(items)
+    try:
+        return sorted(items, key=key)
+    except (TypeError, ValueError, DataflowError):
+        # Not totally ordered by `<` (mixed types, None, or records holding times,
+        # whose `<` raises TimeError): use a key that always exists.
+        if key is None:
+            return sorted(items, key=_fallback_key)
+        return sorted(items, key=lambda item: _fallback_key(key(item)))
+
+
+def sort_updates(updates: Iterable[Update]) -> list[Update]:
+    """Triples sorted by data, then by `sort_key(time)` (data falls back as in `sorted_data`).
+
+    >>> from lattice import Product
+    >>> sort_updates([("x", Product(1, 0), 1), ("x", Product(0, 5), 1), (None, Product(2, 2), 3)])
+    [(None, Product(2, 2), 3), ('x', Product(0, 5), 1), ('x', Product(1, 0), 1)]
+    """
+    items = list(updates)
+    try:
+        return sorted(items, key=lambda u: (u[0], sort_key(u[1])))
+    except (TypeError, ValueError, DataflowError):
+        return sorted(items, key=lambda u: (_fallback_key(u[0]), sort_key(u[1])))
+
+
+# --- consolidation and accumulation -------------------------------------------
+
+def consolidate_unsorted(updates: Iterable[Update]) -> list[Update]:
+    """Sum diffs per `(data, time)` and drop zeros; first-seen order, no sorting.
+
+    The hot-path form of `consolidate`: one dict pass, one key tuple per input
+    triple, one output triple per surviving `(data, time)`.
+
+    >>> consolidate_unsorted([("b", 0, 1), ("a", 0, 1), ("b", 0, 2), ("a", 0, -1)])
+    [('b', 0, 3)]
+    """
+    acc: dict = {}
+    get = acc.get
+    for data, time, diff in updates:
+        k = (data, time)
+        prev = get(k)
+        acc[k] = diff if prev is None else prev + diff
+    return [(k[0], k[1], d) for k, d in acc.items() if d]
+
+
+def consolidate(updates: Iterable[Update]) -> list[Update]:
+    """Sum diffs per `(data, time)`, drop zeros, sort by data then `sort_key(time)`.
+
+    Seed 002's Consolidate example (all at time 0, keys and values paired):
+
+    >>> consolidate([((0, 0), 0, 1), ((0, 0), 0, -1), ((0, 1), 0, 1), ((0, 1), 0, 1),
+    ...              ((1, 2), 0, 2), ((1, 3), 0, 1), ((1, 3), 0, -1), ((1, 4), 0, -1),
+    ...              ((2, 2), 0, 1), ((2, 4), 0, 1)])
+    [((0, 1), 0, 2), ((1, 2), 0, 2), ((1, 4), 0, -1), ((2, 2), 0, 1), ((2, 4), 0, 1)]
+    """
+    return sort_updates(consolidate_unsorted(updates))
+
+
+def accumulate(updates: Iterable[Update], t: Any) -> dict[Any, Any]:
+    """The collection at time `t`: data -> sum of diffs at times `<= t` (lattice order).
+
+    Zero sums are dropped.  Under a partial order, `t` sees exactly the updates at
+    times below it: here `(1, 0)` and `(0, 1)` are both below `(1, 1)`.
+
+    >>> from lattice import Product
+    >>> u = [("a", Product(0, 1), 1), ("b", Product(1, 0), 1), ("a", Product(1, 1), -1)]
+    >>> accumulate(u, Product(1, 0)), accumulate(u, Product(1, 1)), accumulate(u, Product(0, 0))
+    ({'b': 1}, {'b': 1}, {})
+    """
+    acc: dict = {}
+    get = acc.get
+    if type(t) is int:
+        # Totally ordered ints: compare directly (a mixed-lattice time still goes
+        # through `less_equal`, which raises TimeError).
+        for data, time, diff in updates:
+            if (time <= t) if type(time) is int else less_equal(time, t):
+                prev = get(data)
+                acc[data] = diff if prev is None else prev + diff
+    else:
+        for data, time, diff in updates:
+            if less_equal(time, t):
+                prev = get(data)
+                acc[data] = diff if prev is None else prev + diff
+    return {d: w for d, w in acc.items() if w}
+
+
+def times_of(updates: Iterable[Update]) -> set:
+    """The set of times at which `updates` has triples (zero diffs included).
+
+    >>> sorted(times_of([("a", 3, 1), ("b", 1, 1), ("a", 3, -1)]))
+    [1, 3]
+    """
+    return {time for _, time, _ in updates}
+
+
+def untimed(updates: Iterable[Update]) -> dict[Any, Any]:
+    """Forget times and sum weights per data: seed 002's Consolidate operator (trace
+    in, untimed Z-set out), zeros dropped.
+
+    >>> untimed([("a", 0, 1), ("a", 5, 1), ("b", 1, 1), ("b", 2, -1)])
+    {'a': 2}
+    """
+    return zset((data, diff) for data, _, diff in updates)
+
+
+# --- Z-set algebra over timed triples (element = (data, time)) ---------------------
+
+def plus(a: Iterable[Update], b: Iterable[Update]) -> list[Update]:
+    """Z-set sum: weights of equal `(data, time)` add, zeros are dropped.
+
+    >>> plus([(("a", 1), 0, 1), (("a", 1), 2, -1)], [(("a", 1), 2, 1)])
+    [(('a', 1), 0, 1)]
+    """
+    return consolidate([*a, *b])
+
+
+def negate(a: Iterable[Update]) -> list[Update]:
+    """Z-set negation: every weight flips sign.
+
+    >>> negate([(("a", 1), 0, 1), (("a", 1), 2, -1)])
+    [(('a', 1), 0, -1), (('a', 1), 2, 1)]
+    """
+    return consolidate([(data, time, -diff) for data, time, diff in a])
+
+
+def minus(a: Iterable[Update], b: Iterable[Update]) -> list[Update]:
+    """Z-set difference `a - b` (= `plus(a, negate(b))`).
+
+    >>> minus([(("a", 1), 0, 1)], [(("a", 1), 0, 1), (("a", 1), 2, 1)])
+    [(('a', 1), 2, -1)]
+    """
+    return consolidate([*a, *((data, time, -diff) for data, time, diff in b)])
+
+
+def _require_ordered(d: Any) -> None:
+    if type(d) is not int:
+        raise DiffError(f"positive/distinct compare weights with 0, which needs int "
+                        f"diffs; got {type(d).__name__} {d!r}")
+
+
+def positive(a: Iterable[Update], set_: bool = False) -> list[Update]:
+    """Keep the `(data, time)` elements of positive weight (seed 000's `positive`);
+    with `set_`, truncate their weights to 1.
+
+    This is pointwise on `(data, time)` elements, like seed 002's examples; it is
+    not the incremental distinct of a changing collection (that is an operator).
+
+    >>> positive([(("a", 1), 0, 3), (("a", 1), 2, -1)])
+    [(('a', 1), 0, 3)]
+    >>> positive([(("a", 1), 0, 3), (("a", 1), 2, -1)], set_=True)
+    [(('a', 1), 0, 1)]
+    """
+    out = []
+    for data, time, diff in consolidate_unsorted(a):
+        _require_ordered(diff)
+        if diff > 0:
+            out.append((data, time, 1 if set_ else diff))
+    return sort_updates(out)
+
+
+def distinct(a: Iterable[Update]) -> list[Update]:
+    """`positive(a, set_=True)`: seed 000's and seed 002's Distinct on a Z-set.
+
+    >>> distinct([(("a", 1), 0, 2), (("b", 1), 0, -1), (("a", 1), 2, 1)])
+    [(('a', 1), 0, 1), (('a', 1), 2, 1)]
+    """
+    return positive(a, set_=True)
+
+
+# --- untimed Z-sets: dict data -> diff, no zero values -------------------------------
+
+def zset(pairs: Iterable[tuple[Hashable, Any]] | Mapping[Hashable, Any]) -> dict[Any, Any]:
+    """An untimed Z-set from `(data, diff)` pairs or a mapping, weights summed, zeros dropped.
+
+    >>> zset([("a", 1), ("b", 2), ("a", -1)])
+    {'b': 2}
+    """
+    if isinstance(pairs, Mapping):
+        pairs = pairs.items()
+    acc: dict = {}
+    get = acc.get
+    for data, diff in pairs:
+        prev = get(data)
+        acc[data] = diff if prev is None else prev + diff
+    return {d: w for d, w in acc.items() if w}
+
+
+def zset_plus(a: Mapping[Any, Any], b: Mapping[Any, Any]) -> dict[Any, Any]:
+    """Untimed Z-set sum.
+
+    >>> zset_plus({"a": 1, "b": 1}, {"b": -1, "c": 2})
+    {'a': 1, 'c': 2}
+    """
+    out = dict(a)
+    get = out.get
+    for data, diff in b.items():
+        prev = get(data)
+        out[data] = diff if prev is None else prev + diff
+    return {d: w for d, w in out.items() if w}
+
+
+def zset_negate(a: Mapping[Any, Any]) -> dict[Any, Any]:
+    """Untimed Z-set negation.
+
+    >>> zset_negate({"a": 1, "b": -2})
+    {'a': -1, 'b': 2}
+    """
+    return {d: -w for d, w in a.items() if w}
+
+
+def zset_minus(a: Mapping[Any, Any], b: Mapping[Any, Any]) -> dict[Any, Any]:
+    """Untimed Z-set difference.
+
+    >>> zset_minus({"a": 1, "b": 1}, {"b": 1, "c": 2})
+    {'a': 1, 'c': -2}
+    """
+    return zset_plus(a, zset_negate(b))
+
+
+def zset_positive(a: Mapping[Any, Any], set_: bool = False) -> dict[Any, Any]:
+    """Untimed `positive`: keep positive weights (truncated to 1 with `set_`).
+
+    >>> zset_positive({"a": 3, "b": -1}), zset_positive({"a": 3, "b": -1}, set_=True)
+    ({'a': 3}, {'a': 1})
+    """
+    out = {}
+    for data, diff in a.items():
+        _require_ordered(diff)
+        if diff > 0:
+            out[data] = 1 if set_ else diff
+    return out
+
+
+def zset_distinct(a: Mapping[Any, Any]) -> dict[Any, Any]:
+    """Untimed `distinct`.
+
+    >>> zset_distinct({"a": 3, "b": -1, "c": 1})
+    {'a': 1, 'c': 1}
+    """
+    return zset_positive(a, set_=True)
+
+
+__all__ = [
+    "Update", "sorted_data", "sort_updates", "consolidate", "consolidate_unsorted",
+    "accumulate", "times_of", "untimed", "plus", "negate", "minus", "positive",
+    "distinct", "zset", "zset_plus", "zset_negate", "zset_minus", "zset_positive",
+    "zset_distinct",
+]

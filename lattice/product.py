@@ -1,0 +1,80 @@
+"""`Product(outer, inner)`: the product order, the time of nested scopes.
+
+`Product(a1, b1) <= Product(a2, b2)` exactly when `a1 <= a2` and `b1 <= b2`; join and
+meet work component-wise.  Components may be ints or any lattice, so products nest
+to any depth: `Product(Product(epoch, i), j)` is the time inside a doubly nested loop.
+The order is partial: `Product(0, 1)` and `Product(1, 0)` are incomparable, and
+their join `Product(1, 1)` is a time at which neither happened.
+
+>>> a, b = Product(3, 7), Product(4, 6)
+>>> a.less_equal(b), b.less_equal(a), a.join(b), a.meet(b)
+(False, False, Product(4, 7), Product(3, 6))
+>>> Product(Product(0, 1), 2).join(Product(Product(1, 0), 0))
+Product(Product(1, 1), 2)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from lattice import _mismatch, join, less_equal, meet, minimum, same_lattice, sort_key
+from lattice.errors import TimeError
+
+
+@attrs.frozen(slots=True, order=False, repr=False, cache_hash=True)
+class Product:
+    """A pair of times under the product (component-wise) partial order."""
+
+    outer: Any
+    inner: Any
+
+    def less_equal(self, other: Any) -> bool:
+        if type(other) is not Product:
+            raise _mismatch(self, other)
+        # Both components are always compared (no early exit on the outer one), so a
+        # time of a different nesting raises `TimeError` instead of answering False.
+        so, oo = self.outer, other.outer
+        if type(so) is int and type(oo) is int:
+            outer_le = so <= oo
+        else:
+            outer_le = less_equal(so, oo)
+        si, oi = self.inner, other.inner
+        if type(si) is int and type(oi) is int:
+            return outer_le and si <= oi
+        inner_le = less_equal(si, oi)
+        return outer_le and inner_le
+
+    def less_than(self, other: Any) -> bool:
+        return self.less_equal(other) and self != other
+
+    def join(self, other: Any) -> Product:
+        if type(other) is not Product:
+            raise _mismatch(self, other)
+        return Product(join(self.outer, other.outer), join(self.inner, other.inner))
+
+    def meet(self, other: Any) -> Product:
+        if type(other) is not Product:
+            raise _mismatch(self, other)
+        return Product(meet(self.outer, other.outer), meet(self.inner, other.inner))
+
+    def minimum(self) -> Product:
+        return Product(minimum(self.outer), minimum(self.inner))
+
+    def sort_key(self) -> tuple:
+        # Lexicographic on the components' keys: a linear extension of the product order.
+        return (sort_key(self.outer), sort_key(self.inner))
+
+    def same_lattice(self, other: Any) -> bool:
+        return (type(other) is Product and same_lattice(self.outer, other.outer)
+                and same_lattice(self.inner, other.inner))
+
+    def __repr__(self) -> str:
+        return f"Product({self.outer!r}, {self.inner!r})"
+
+    def __lt__(self, other: Any) -> bool:
+        raise TimeError("'<' is not the lattice order of Product; use lattice.less_equal "
+                        "or lattice.less_than, and sort by lattice.sort_key")
+
+    __le__ = __gt__ = __ge__ = __lt__

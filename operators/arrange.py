@@ -1,0 +1,121 @@
+"""Arrangements: a collection indexed by key, as a trace shared by its readers.
+
+`Arrange` buffers incoming `(key, value)` updates until the input frontier shows
+their times complete, then seals them into an immutable batch `[lower, upper)`,
+inserts it into its `Trace`, and passes the batch on to every reader (joins,
+reduces).  Many readers can share one arrangement ("arrange once, join many").
+Each reader declares how far it will ever look back (`advance_reader`); the trace
+is compacted to the meet of those frontiers, never further, so compaction cannot
+change an accumulation any reader will ask for.
+
+Sealing waits for the frontier because a batch must describe a completed interval
+of time; the capabilities it holds are the times of updates still buffered.
+
+>>> from lattice import Antichain
+>>> a = Arrange(by_self=False, name="arrange")
+>>> a.on_input(0, [(("k", 1), 0, 1), (("k", 2), 3, 1)])
+>>> a.on_frontier([Antichain([2])])
+>>> a.take_output(), a.trace.accumulate_key("k", 1), list(a.capabilities())
+([(('k', 1), 0, 1)], {1: 1}, [3])
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from lattice import Antichain
+from operators.base import Operator, Update
+from ddflow.errors import DataError
+from ddflow.trace import Batch, Trace
+
+
+class Arrange(Operator):
+    """Seal complete updates into batches of a trace indexed by key."""
+
+    _state = ("_buffer", "trace", "_upper", "_readers", "_since")
+
+    def __init__(self, by_self: bool = False, name: str = "arrange_by_key") -> None:
+        super().__init__(name)
+        self.by_self = by_self
+        self._buffer: list[Update] = []
+        self.trace = Trace()
+        self._upper: Antichain | None = None
+        self._readers: dict[int, Antichain | None] = {}
+        self._since: Antichain | None = None
+        self._caps: list | None = []
+
+    # -- input ---------------------------------------------------------------
+    def on_input(self, port: int, updates: list[Update]) -> None:
+        self.records_in += len(updates)
+        if self.by_self:
+            self._buffer.extend(((d, ()), t, r) for d, t, r in updates)
+        else:
+            for u in updates:
+                d = u[0]
+                if type(d) is not tuple or len(d) != 2:
+                    raise DataError(
+                        f"{self.name} needs (key, value) pairs, got a "
+                        f"{type(d).__name__}" + (f" of length {len(d)}" if isinstance(d, tuple) else ""),
+                        operator=self.name, record=d, time=u[1])
+            self._buffer.extend(updates)
+        self._caps = None
+
+    def capabilities(self) -> Iterable[Any]:
+        if self._caps is None:
+            self._caps = list(Antichain(u[1] for u in self._buffer))
+        return self._caps
+
+    def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
+        frontier = frontiers[0]
+        if not self._buffer:
+            self._upper = frontier
+            return
+        if frontier.is_empty():
+            ready, rest = self._buffer, []
+        else:
+            ready, rest = [], []
+            for u in self._buffer:
+                (rest if frontier.less_equal(u[1]) else ready).append(u)
+        self._buffer = rest
+        self._caps = None
+        if ready:
+            lower = self._upper if self._upper is not None else Antichain()
+            batch = Batch.from_updates(ready, lower=_lower_of(lower, ready), upper=frontier)
+            self.trace.insert(batch)
+            self.emit(_batch_updates(batch))
+        self._upper = frontier
+
+    # -- readers and compaction ----------------------------------------------
+    def register_reader(self) -> int:
+        rid = len(self._readers)
+        self._readers[rid] = None
+        return rid
+
+    def advance_reader(self, rid: int, frontier: Antichain) -> None:
+        """Reader `rid` will only read at times in advance of `frontier` from now on."""
+        if self._readers.get(rid) == frontier:
+            return
+        self._readers[rid] = frontier
+        frontiers = list(self._readers.values())
+        if any(f is None for f in frontiers):
+            return
+        since = frontiers[0]
+        for f in frontiers[1:]:
+            since = since.meet(f)
+        if since != self._since and not since.is_empty():
+            self._since = since
+            self.trace.set_logical_compaction(since)
+
+    def trace_records(self) -> int:
+        return self.trace.record_count()
+
+
+def _lower_of(lower: Antichain, ready: list[Update]) -> Antichain:
+    # The first batch has no previous upper: its lower is the least of its times.
+    if lower.is_empty() and ready:
+        return Antichain(u[1] for u in ready)
+    return lower
+
+
+def _batch_updates(batch: Batch) -> list[Update]:
+    return [((k, v), t, r) for k, entries in batch.data.items() for v, t, r in entries]

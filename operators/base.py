@@ -1,0 +1,136 @@
+"""The small base every operator shares: hooks, output buffer, counters, rollback.
+
+An operator is a state machine for one shard of keys.  The engine calls two hooks:
+
+* `on_input(port, updates)`: a batch of `(data, time, diff)` updates arrived;
+* `on_frontier(frontiers)`: called once per scheduling pass with the input
+  frontier of every port (an `Antichain` each): times not in advance of them are
+  complete, and an operator that waits for completeness does its work here.
+
+It emits with `self.emit(updates)`; the engine drains `take_output()`.  It declares
+`capabilities()`: times at which it may still emit without new input (buffered or
+pending work), which progress tracking needs to keep downstream frontiers honest.
+It never learns which engine runs it.
+
+Counters (read by `Dataflow.metrics()` and by the tests that show work follows the
+size of a change): `records_in`, `records_out`, `batches_out`, `work` (records read
+from traces), `times_visited` (times at which a reduce evaluated its logic).
+
+Rollback: `snapshot()` / `restore()` copy the attributes named in `_state` (traces
+snapshot themselves in O(batches), since their batches are immutable).  A failed
+step is undone by restoring every operator, so user errors leave nothing half-applied.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Iterable, Sequence
+
+from lattice import Antichain
+from ddflow.errors import DataflowError, UserFunctionError
+
+Update = tuple  # (data, time, diff)
+
+_COUNTERS = ("records_in", "records_out", "batches_out", "work", "times_visited")
+
+
+class Operator:
+    """Base of all operator state machines."""
+
+    #: Names of attributes holding mutable state, copied by `snapshot()`.
+    _state: tuple[str, ...] = ()
+    n_inputs: int = 1
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._out: list[Update] = []
+        self.records_in = 0
+        self.records_out = 0
+        self.batches_out = 0
+        self.work = 0
+        self.times_visited = 0
+
+    # -- hooks ---------------------------------------------------------------
+    def on_input(self, port: int, updates: list[Update]) -> None:
+        raise NotImplementedError
+
+    def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
+        """Default: nothing waits for completeness."""
+
+    def capabilities(self) -> Iterable[Any]:
+        """Times at which this operator may still emit without new input."""
+        return ()
+
+    def trace_records(self) -> int:
+        """Records held in traces this operator owns."""
+        return 0
+
+    def summary(self, frontier: Antichain) -> Antichain:
+        """The least output times reachable from input times in `frontier`.
+
+        Identity for operators whose outputs are at (or after) their input times;
+        scope boundaries and feedback edges override it (enter, leave, +1 round).
+        """
+        return frontier
+
+    # -- output --------------------------------------------------------------
+    def emit(self, updates: list[Update]) -> None:
+        if updates:
+            self._out.extend(updates)
+
+    def take_output(self) -> list[Update]:
+        out = self._out
+        if out:
+            self._out = []
+            self.records_out += len(out)
+            self.batches_out += 1
+        return out
+
+    # -- errors --------------------------------------------------------------
+    def user_error(self, exc: BaseException, record: Any, time: Any,
+                   what: str = "function") -> DataflowError:
+        """Wrap an exception raised by a user function, keeping it as `__cause__`."""
+        if isinstance(exc, DataflowError):
+            return exc
+        err = UserFunctionError(
+            f"the {what} given to {self.name} raised {type(exc).__name__}: {exc}",
+            operator=self.name, record=record, time=time)
+        err.__cause__ = exc
+        return err
+
+    # -- rollback ------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        snap = {c: getattr(self, c) for c in _COUNTERS}
+        for attr in self._state:
+            snap[attr] = _copy_state(getattr(self, attr))
+        return snap
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        self._out = []
+        for attr, value in snap.items():
+            if attr in _COUNTERS:
+                setattr(self, attr, value)
+            else:
+                setattr(self, attr, _restore_state(getattr(self, attr), value))
+
+    def counters(self) -> dict[str, int]:
+        return {c: getattr(self, c) for c in _COUNTERS}
+
+
+def _copy_state(value: Any) -> Any:
+    snap = getattr(value, "snapshot", None)
+    if snap is not None:
+        return ("trace", snap())
+    if isinstance(value, dict):
+        # dict of sets / lists (pending times, buffers): copy one level down.
+        return ("dict", {k: (copy.copy(v) if isinstance(v, (set, list, dict)) else v)
+                         for k, v in value.items()})
+    return ("copy", copy.copy(value))
+
+
+def _restore_state(current: Any, saved: tuple) -> Any:
+    kind, value = saved
+    if kind == "trace":
+        current.restore(value)
+        return current
+    return value

@@ -1,0 +1,186 @@
+"""Scope boundaries and feedback: the operators that make `iterate` work.
+
+Inside a loop, times are `Product(outer, round)`.  `Enter` brings an outer
+collection in at round 0 (`EnterAt` at a round chosen per record); `Leave` drops
+the round, so the outer collection accumulates every round's changes, which sum to
+the loop's limit; `Feedback` carries a collection to the next round.  All three are
+linear; what sets them apart is how they move *time*, which progress tracking
+reads from `summary`.
+
+The fixpoint law: a variable `x` set to `f(x)` satisfies, at every `(outer, r)`,
+`acc(x, (o, r + 1)) = acc(f(x), (o, r))`, and `leave` yields the limit.
+
+`Feedback` also watches convergence: a change that would enter round
+`max_rounds + 1` either raises `ConvergenceError` naming the loop, the outer time,
+the round and the last changes (and whether they recur with a period, the signature
+of an oscillating loop), or with `on_limit="truncate"` is dropped.  It keeps a
+per-(outer time, round) log of changes for round-by-round views.
+
+>>> from lattice import Product as P
+>>> fb = Feedback(max_rounds=10, name="loop")
+>>> fb.on_input(0, [("x", P(0, 3), 1)])
+>>> fb.take_output()
+[('x', Product(0, 4), 1)]
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Callable, Sequence
+
+from lattice import Antichain, Product, sort_key
+from operators.base import Operator, Update
+from ddflow.errors import ConvergenceError
+from ddflow.updates import consolidate
+
+#: Records kept per (outer time, round) in the loop log, for display.
+LOG_SAMPLE = 12
+#: Rounds of history kept near the limit to recognise an oscillation.
+_PERIOD_WINDOW = 8
+
+
+class Enter(Operator):
+    """`t -> Product(t, 0)`: an outer collection seen inside a loop."""
+
+    def __init__(self, name: str = "enter") -> None:
+        super().__init__(name)
+
+    def on_input(self, port: int, updates: list[Update]) -> None:
+        self.records_in += len(updates)
+        self.emit([(d, Product(t, 0), r) for d, t, r in updates])
+
+    def summary(self, frontier: Antichain) -> Antichain:
+        return Antichain(Product(t, 0) for t in frontier)
+
+
+class EnterAt(Enter):
+    """`t -> Product(t, round_of(record))`: records enter at chosen rounds."""
+
+    def __init__(self, round_of: Callable[[Any], int], name: str = "enter_at") -> None:
+        super().__init__(name)
+        self.round_of = round_of
+
+    def on_input(self, port: int, updates: list[Update]) -> None:
+        self.records_in += len(updates)
+        out = []
+        for d, t, r in updates:
+            try:
+                rnd = self.round_of(d)
+            except Exception as exc:  # noqa: BLE001 - user code
+                raise self.user_error(exc, d, t) from exc
+            if type(rnd) is not int or rnd < 0:
+                raise self.user_error(ValueError(f"round must be an int >= 0, got {rnd!r}"), d, t)
+            out.append((d, Product(t, rnd), r))
+        self.emit(out)
+
+
+class Leave(Operator):
+    """`Product(t, r) -> t`: the loop's changes of every round, seen outside."""
+
+    def __init__(self, name: str = "leave") -> None:
+        super().__init__(name)
+
+    def on_input(self, port: int, updates: list[Update]) -> None:
+        self.records_in += len(updates)
+        self.emit([(d, t.outer, r) for d, t, r in updates])
+
+    def summary(self, frontier: Antichain) -> Antichain:
+        return Antichain(t.outer for t in frontier)
+
+
+class Feedback(Operator):
+    """`Product(o, r) -> Product(o, r + 1)`, with the loop's convergence guard."""
+
+    _state = ("log", "_recent")
+
+    def __init__(self, max_rounds: int | None = None, on_limit: str = "raise",
+                 name: str = "feedback") -> None:
+        if on_limit not in ("raise", "truncate"):
+            raise ValueError(f"on_limit must be 'raise' or 'truncate', not {on_limit!r}")
+        super().__init__(name)
+        self.max_rounds = max_rounds
+        self.on_limit = on_limit
+        #: (outer time, round) -> [number of changes, sample of changed records]
+        self.log: dict[tuple, list] = {}
+        self._recent: dict[Any, deque] = {}
+        self.truncated = 0
+
+    def on_input(self, port: int, updates: list[Update]) -> None:
+        self.records_in += len(updates)
+        out = []
+        limit = self.max_rounds
+        log = self.log
+        for d, t, r in updates:
+            nxt = Product(t.outer, t.inner + 1)
+            entry = log.get((t.outer, nxt.inner))
+            if entry is None:
+                log[(t.outer, nxt.inner)] = [1, [(d, r)]]
+            else:
+                entry[0] += 1
+                if len(entry[1]) < LOG_SAMPLE:
+                    entry[1].append((d, r))
+            if limit is not None and nxt.inner > limit:
+                if self.on_limit == "truncate":
+                    self.truncated += 1
+                    continue
+                raise self._not_converged(t.outer, nxt.inner, updates)
+            out.append((d, nxt, r))
+        if limit is not None:
+            self._remember(out)
+        self.emit(out)
+
+    def summary(self, frontier: Antichain) -> Antichain:
+        return Antichain(Product(t.outer, t.inner + 1) for t in frontier)
+
+    # -- convergence diagnostics ----------------------------------------------
+    def _remember(self, out: list[Update]) -> None:
+        """Keep the last rounds' changes per outer time, only near the limit."""
+        near = self.max_rounds - 2 * _PERIOD_WINDOW
+        by_time: dict[Any, list] = {}
+        for d, t, r in out:
+            if t.inner > near:
+                by_time.setdefault((t.outer, t.inner), []).append((d, r))
+        for (outer, rnd), changes in by_time.items():
+            q = self._recent.setdefault(outer, deque(maxlen=2 * _PERIOD_WINDOW + 1))
+            q.append((rnd, frozenset(_sum_changes(changes).items())))
+
+    def _not_converged(self, outer: Any, rnd: int, updates: list[Update]) -> ConvergenceError:
+        last = consolidate([(d, t.inner + 1, r) for d, t, r in updates if t.outer == outer])
+        history = list(self._recent.get(outer, ()))
+        period = _period(history)
+        msg = (f"iterate loop '{self.name}' did not converge within max_rounds="
+               f"{self.max_rounds} at outer time {outer!r}: changes still flow into round {rnd}; "
+               f"last changes: {last[:8]!r}{' ...' if len(last) > 8 else ''}")
+        if period:
+            msg += (f". The same changes recur every {period} round(s): the loop oscillates "
+                    "(a loop without distinct can cancel and re-add records forever)")
+        err = ConvergenceError(msg, operator=self.name, time=Product(outer, rnd))
+        err.outer_time, err.round, err.last_changes, err.period = outer, rnd, last, period
+        return err
+
+    def loop_rows(self) -> list[dict]:
+        """The per-(outer time, round) log as rows: time, round, changes, sample."""
+        return [{"outer": o, "round": r, "changes": n, "sample": list(s)}
+                for (o, r), (n, s) in sorted(self.log.items(),
+                                             key=lambda kv: (sort_key(kv[0][0]), kv[0][1]))]
+
+
+def _sum_changes(changes: list) -> dict:
+    acc: dict = {}
+    for d, r in changes:
+        acc[d] = acc.get(d, 0) + r
+    return {d: r for d, r in acc.items() if r}
+
+
+def _period(history: list) -> int | None:
+    """The least k such that each of the last rounds repeats the one k rounds before."""
+    if len(history) < 3:
+        return None
+    by_round = dict(history)
+    rounds = sorted(by_round)
+    last = rounds[-1]
+    for k in range(1, _PERIOD_WINDOW + 1):
+        checks = [r for r in rounds if r - k in by_round and r > last - 2 * k - 1]
+        if len(checks) >= 2 and all(by_round[r] == by_round[r - k] for r in checks):
+            return k
+    return None

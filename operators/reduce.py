@@ -1,0 +1,195 @@
+"""Reduce: per key, a function of the accumulated values, exact under partial orders.
+
+`Reduce(logic)` reads `(key, value)` updates and maintains, for every key and time
+`t`, the output `logic(key, acc(input[key], t))` as `(key, output)` records:
+
+    acc(reduce(C), t)[(k, o)] = diff of o in logic(k, acc(C, t)[k])
+
+`logic(key, values)` receives the nonzero `(value, count)` pairs (sorted when the
+values are orderable) and returns `(output, diff)` pairs.
+
+Where it must act: the input accumulation only changes at joins of input times, so
+the output can only need a correction at times in the join-closure of the input
+times.  When new input times `N` arrive for a key, the times to (re)evaluate are
+`joins_above(N, S)`, every new time joined with any subset of the key's other
+input, output and pending times `S`: a time where no input changed, such as
+`(1, 1)` for inputs at `(1, 0)` and `(0, 1)`, is among them.  A time is evaluated
+only once the input frontier shows it complete; until then it stays *pending*
+(and is a capability, so downstream frontiers wait for it).  Pending times are
+kept even if later updates cancel the inputs that caused them: they may still owe
+a correction.  Evaluation at `u`, in an order extending the partial order, emits
+`logic(acc(input, u)) - acc(output, u)` at `u`.
+
+The built-in logics below give differential dataflow's `count`, `sum`, `min`,
+`max`, `distinct` and `threshold`.
+
+>>> from lattice import Antichain, Product as P
+>>> from operators.arrange import Arrange
+>>> arr = Arrange(by_self=True)
+>>> red = Reduce(arr, count_logic, name="count")
+>>> arr.on_input(0, [("k", P(1, 0), 1), ("k", P(0, 1), 1)])
+>>> arr.on_frontier([Antichain()]); red.on_input(0, arr.take_output())
+>>> red.on_frontier([Antichain()])
+>>> sorted(red.take_output(), key=lambda u: (u[1].sort_key(), u[0], u[2]))
+[(('k', 1), Product(0, 1), 1), (('k', 1), Product(1, 0), 1), (('k', 1), Product(1, 1), -2), (('k', 2), Product(1, 1), 1)]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence
+
+from lattice import Antichain, joins_above, less_equal, sort_key
+from operators.arrange import Arrange
+from operators.base import Operator, Update
+from ddflow.errors import DataError
+from ddflow.trace import Batch, Trace
+
+Logic = Callable[[Any, list], Iterable[tuple]]
+
+
+class Reduce(Operator):
+    """Apply `logic` per key at every time where the input accumulation changes."""
+
+    _state = ("_pending", "out_trace", "_upper", "_since")
+
+    def __init__(self, source: Arrange, logic: Logic, name: str = "reduce") -> None:
+        super().__init__(name)
+        self.source = source
+        self.logic = logic
+        self._rid = source.register_reader()
+        self.out_trace = Trace()
+        self._pending: dict[Any, set] = {}
+        self._upper: Antichain | None = None
+        self._since: Antichain | None = None
+        self._caps: list | None = []
+
+    def on_input(self, port: int, updates: list[Update]) -> None:
+        self.records_in += len(updates)
+        pending = self._pending
+        for (k, _v), t, _r in updates:
+            s = pending.get(k)
+            if s is None:
+                pending[k] = {t}
+            else:
+                s.add(t)
+        self._caps = None
+
+    def capabilities(self) -> Iterable[Any]:
+        if self._caps is None:
+            self._caps = list(Antichain(t for ts in self._pending.values() for t in ts))
+        return self._caps
+
+    def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
+        frontier = frontiers[0]
+        emitted: list[Update] = []
+        if self._pending:
+            self._caps = None
+            for key in list(self._pending):
+                self._reduce_key(key, frontier, emitted)
+        if emitted:
+            lower = self._upper if self._upper is not None else Antichain(u[1] for u in emitted)
+            self.out_trace.insert(Batch.from_updates(emitted, lower=lower, upper=frontier))
+            self.emit(emitted)
+        self._upper = frontier
+        # Later evaluations happen only at times in advance of this frontier.
+        self.source.advance_reader(self._rid, frontier)
+        if not frontier.is_empty() and frontier != self._since:
+            self._since = frontier
+            self.out_trace.set_logical_compaction(frontier)
+
+    def _reduce_key(self, key: Any, frontier: Antichain, emitted: list[Update]) -> None:
+        pending = self._pending[key]
+        if all(frontier.less_equal(t) for t in pending):
+            return  # every candidate lies above a pending time, so none is complete
+        inputs = self.source.trace.get(key)
+        outputs = self.out_trace.get(key)
+        others = {t for _v, t, _r in inputs}
+        others.update(t for _o, t, _r in outputs)
+        candidates = joins_above(pending, others)
+        ready = [u for u in candidates if not frontier.less_equal(u)]
+        later = {u for u in candidates if frontier.less_equal(u)}
+        if later:
+            self._pending[key] = later
+        else:
+            del self._pending[key]
+        ready.sort(key=sort_key)
+        outputs = list(outputs)
+        for u in ready:
+            self.times_visited += 1
+            self.work += len(inputs) + len(outputs)
+            acc: dict[Any, Any] = {}
+            for v, t, r in inputs:
+                if less_equal(t, u):
+                    acc[v] = acc.get(v, 0) + r
+            desired: dict[Any, Any] = {}
+            vals = [(v, c) for v, c in acc.items() if c]
+            if vals:
+                try:
+                    vals.sort()
+                except TypeError:
+                    pass
+                try:
+                    for o, r in self.logic(key, vals):
+                        if r:
+                            desired[o] = desired.get(o, 0) + r
+                except (TypeError, ValueError) as exc:
+                    raise self._logic_error(exc, key, vals, u) from exc
+                except Exception as exc:  # noqa: BLE001 - user code
+                    raise self.user_error(exc, (key, vals), u, what="reduce logic") from exc
+            for o, t, r in outputs:
+                if less_equal(t, u):
+                    desired[o] = desired.get(o, 0) - r
+            for o, r in desired.items():
+                if r:
+                    emitted.append(((key, o), u, r))
+                    outputs.append((o, u, r))
+
+    def _logic_error(self, exc: Exception, key: Any, vals: list, time: Any) -> Exception:
+        if isinstance(exc, (TypeError, ValueError)) and "unpack" in str(exc):
+            return DataError(f"the logic of {self.name} must return (output, diff) pairs ({exc})",
+                             operator=self.name, record=(key, vals), time=time)
+        return self.user_error(exc, (key, vals), time, what="reduce logic")
+
+    def trace_records(self) -> int:
+        return self.out_trace.record_count()
+
+
+# -- built-in logics -----------------------------------------------------------
+
+def count_logic(key: Any, vals: list) -> list:
+    """The total count of the key (records arranged by self: values are `()`)."""
+    return [(sum(c for _v, c in vals), 1)]
+
+
+def sum_logic(key: Any, vals: list) -> list:
+    """The sum of values times their counts."""
+    return [(sum(v * c for v, c in vals), 1)]
+
+
+def min_logic(key: Any, vals: list) -> list:
+    """The least value present with a positive count."""
+    present = [v for v, c in vals if c > 0]
+    return [(min(present), 1)] if present else []
+
+
+def max_logic(key: Any, vals: list) -> list:
+    """The greatest value present with a positive count."""
+    present = [v for v, c in vals if c > 0]
+    return [(max(present), 1)] if present else []
+
+
+def threshold_logic(f: Callable[[Any], Any]) -> Logic:
+    """Records arranged by self; output multiplicity `f(count)` (zero drops it)."""
+    def logic(key: Any, vals: list) -> list:
+        m = f(sum(c for _v, c in vals))
+        return [((), m)] if m else []
+    return logic
+
+
+def distinct_logic(key: Any, vals: list) -> list:
+    """Present once when the count is positive, absent otherwise (seeds 000 and 002).
+
+    Differential dataflow's `distinct` emits one copy for any nonzero count,
+    negative included; this one follows the seeds and drops negative counts.
+    """
+    return [((), 1)] if sum(c for _v, c in vals) > 0 else []
