@@ -7,10 +7,11 @@ records.  Families and their laws live in `operators/`; this module only wires t
 >>> import ddflow
 >>> df = ddflow.Dataflow()
 >>> edges_in, edges = df.new_collection()
->>> paths = edges.join(edges.map(lambda e: (e[1], e[0]))).map(lambda kv: kv[1]).capture()
+>>> by_dst = edges.map(lambda e: (e[1], e[0]))            # (mid, src)
+>>> paths = by_dst.join(edges).map(lambda kv: kv[1]).capture()  # (src, dst) two hops
 >>> edges_in.insert((1, 2)); edges_in.insert((2, 3)); edges_in.close(); df.run()
 >>> paths.updates
-[((1, 3), 0, 1), ((1, 1), 0, 1), ((2, 2), 0, 1), ((3, 3), 0, 1)]
+[((1, 3), 0, 1)]
 """
 
 from __future__ import annotations
@@ -222,15 +223,16 @@ class Collection:
         if on_limit not in ("raise", "truncate"):
             raise GraphError(f"on_limit must be 'raise' or 'truncate', not {on_limit!r}")
         name = name or f"iterate{next(_counter)}"
-        scope = Scope(self.dataflow, self.scope, name, max_rounds, on_limit)
-        variable = Variable(scope, self.enter(scope), name=name)
-        result = logic(variable.collection)
-        if not isinstance(result, Collection) or result.scope is not scope:
-            raise GraphError(f"the logic of {name} must return a collection of its own scope "
-                             "(enter outer collections with .enter(inner.scope))",
-                             operator=name)
-        variable.set(result)
-        return result.leave()
+        with self.dataflow._building():
+            scope = Scope(self.dataflow, self.scope, name, max_rounds, on_limit)
+            variable = Variable(scope, self.enter(scope), name=name)
+            result = logic(variable.collection)
+            if not isinstance(result, Collection) or result.scope is not scope:
+                raise GraphError(f"the logic of {name} must return a collection of its own "
+                                 "scope (enter outer collections with .enter(inner.scope))",
+                                 operator=name)
+            variable.set(result)
+            return result.leave()
 
     # -- output --------------------------------------------------------------------
     def capture(self, name: str | None = None) -> Capture:

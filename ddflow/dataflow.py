@@ -28,12 +28,13 @@ offending input and run again.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+import contextlib
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from lattice import Antichain, Product, less_equal, minimum, same_lattice
 from ddflow.diff import check_diff
 from ddflow.errors import DataError, GraphError, SessionClosedError, TimeError
-from ddflow.updates import accumulate, consolidate
+from ddflow.updates import accumulate, consolidate, consolidate_unsorted
 from operators.base import Operator
 
 EMPTY = Antichain()
@@ -124,6 +125,16 @@ class InputSession:
         self.update_at(data, self.time, diff)
 
     def update_at(self, data: Any, time: Any, diff: Any = 1) -> None:
+        if (type(time) is int and type(self.time) is int and time >= self.time
+                and type(diff) is int and not self.closed):
+            # The common case (int times, int diffs), checked with fewer calls.
+            try:
+                hash(data)
+            except TypeError:
+                pass          # the full path below reports it
+            else:
+                self._pending.append((data, time, diff))
+                return
         self._check_open("update_at", data, time)
         self._check_time(time, data, "update_at")
         if not less_equal(self.time, time):
@@ -166,6 +177,22 @@ class InputSession:
 
     def frontier(self) -> Antichain:
         return EMPTY if self.closed else Antichain([self.time])
+
+    @property
+    def pending(self) -> list[tuple]:
+        """Updates given since the last successful `run()` (a copy)."""
+        return list(self._pending)
+
+    def discard(self, data: Any) -> list[tuple]:
+        """Withdraw the pending updates of `data` (say, the record a failed `run()`
+        named) and return them; the other pending updates stay."""
+        gone = [u for u in self._pending if u[0] == data]
+        self._pending = [u for u in self._pending if u[0] != data]
+        return gone
+
+    def clear(self) -> list[tuple]:
+        """Withdraw and return every pending update."""
+        return self.take_pending()
 
     def take_pending(self) -> list[tuple]:
         pending, self._pending = self._pending, []
@@ -240,7 +267,9 @@ class InputOp(Operator):
 
     def on_input(self, port: int, updates: list) -> None:
         self.records_in += len(updates)
-        self.emit(updates)
+        # Consolidate first: an update and its retraction in one step cancel, which
+        # is how a user withdraws a record that made the previous run() fail.
+        self.emit(consolidate_unsorted(updates))
 
     def capabilities(self) -> Iterable[Any]:
         return self.frontier.elements
@@ -287,6 +316,22 @@ class Dataflow:
         session = InputSession(self, node, name)
         self.sessions.append(session)
         return session, Collection(node)
+
+    @contextlib.contextmanager
+    def _building(self) -> Iterator[None]:
+        """Undo every node added inside the block if it raises (a failed build of an
+        `iterate` body leaves no half-wired loop behind)."""
+        mark = len(self.nodes)
+        n_captures = len(self.captures)
+        try:
+            yield
+        except BaseException:
+            added = set(map(id, self.nodes[mark:]))
+            del self.nodes[mark:]
+            del self.captures[n_captures:]
+            for node in self.nodes:
+                node.consumers = [(c, p) for c, p in node.consumers if id(c) not in added]
+            raise
 
     def _next_id(self) -> int:
         self._ids += 1

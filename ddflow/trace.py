@@ -2,7 +2,7 @@
 
 This module isolates the storage of indexed collections (seed 002's Trace,
 differential dataflow's arrangement): `key -> value -> [(time, diff)]`, built from
-immutable batches and merged geometrically like a log-structured merge tree, with
+immutable batches and merged in size tiers like a log-structured merge tree, with
 logical compaction.  It leaves out what operators do with the history (joins,
 reductions) and progress tracking (which frontiers the engine may promise).
 
@@ -19,8 +19,9 @@ Invariants kept (checked by `_check()` in O(n)):
 * in a batch, every time is in advance of `lower` and already advanced by `since`
   (`advance_by(t, since) == t`; under a partial order an advanced time need not be
   in advance of a multi-element `since`, so that is the test, not `since <= t`);
-* batch sizes shrink geometrically from oldest to newest (each older batch holds more
-  than twice the records of the next), so there are O(log n) batches;
+* batch sizes shrink in tiers from oldest to newest (of any `FANIN` consecutive
+  batches, the oldest holds more than `FANIN` times the records of the newest), so
+  there are O(FANIN log n) batches;
 * compaction (by `set_logical_compaction` then a merge or `compact()`) never changes
   `accumulate(t)` for a time `t` in advance of the compaction frontier.
 
@@ -209,24 +210,50 @@ def _merge(batches: list[Batch], since: Antichain | None) -> Batch:
             else:
                 p.append(entries)
     advancing = since is not None and bool(since.elements)
-    memo: dict = {}    # time -> advance_by(time, since): few distinct times, many records
+    # Few distinct times, many records: classify each time once.  Most times, once
+    # advanced, stay put under later merges, so keys held by one batch whose times
+    # are all `fixed` keep their entry tuple as is.
+    fixed: set = set()
+    moved: dict = {}
     data: dict = {}
     n = 0
     for key, p in parts.items():
-        if len(p) == 1 and not advancing:
-            # Already consolidated inside its batch, and nothing to advance: reuse.
-            data[key] = p[0]
-            n += len(p[0])
-            continue
+        if len(p) == 1:
+            entries = p[0]
+            if advancing:
+                for _, time, _ in entries:
+                    if time in fixed:
+                        continue
+                    if time in moved:
+                        break
+                    a = advance_by(time, since)
+                    if a == time:
+                        fixed.add(time)
+                    else:
+                        moved[time] = a
+                        break
+                else:
+                    data[key] = entries
+                    n += len(entries)
+                    continue
+            else:
+                # Consolidated inside its batch, and nothing to advance: reuse.
+                data[key] = entries
+                n += len(entries)
+                continue
         acc: dict = {}
         get = acc.get
         for entries in p:
             for val, time, diff in entries:
-                if advancing:
-                    t = memo.get(time)
-                    if t is None:
-                        t = memo[time] = advance_by(time, since)
-                    time = t
+                if advancing and time not in fixed:
+                    a = moved.get(time)
+                    if a is None:
+                        a = advance_by(time, since)
+                        if a == time:
+                            fixed.add(time)
+                        else:
+                            moved[time] = a
+                    time = a
                 k = (val, time)
                 prev = get(k)
                 acc[k] = diff if prev is None else prev + diff
@@ -241,6 +268,10 @@ def _merge(batches: list[Batch], since: Antichain | None) -> Batch:
     else:
         new_since = since
     return Batch(lower, upper, new_since, data, n)
+
+
+#: Batches of similar size merged at once (see `Trace.insert`).
+FANIN = 4
 
 
 @attrs.frozen(slots=True, eq=False)
@@ -293,10 +324,14 @@ class Trace:
             return   # an empty batch only moves the upper frontier
         batches = self._batches
         batches.append(batch)
-        while len(batches) >= 2 and batches[-2].len <= 2 * batches[-1].len:
-            newer = batches.pop()
-            older = batches.pop()
-            merged = _merge([older, newer], self._since)
+        # Tiered merging: FANIN batches of similar size become one, so each record
+        # is rewritten about log_FANIN(n / batch) times and a read visits at most
+        # (FANIN - 1) batches per size tier.  In Python the rewrite (with times
+        # advanced by the compaction frontier) dominates, hence FANIN = 4, not 2.
+        while len(batches) >= FANIN and batches[-FANIN].len <= FANIN * batches[-1].len:
+            group = batches[-FANIN:]
+            del batches[-FANIN:]
+            merged = _merge(group, self._since)
             if merged.len:
                 batches.append(merged)
 
@@ -474,9 +509,11 @@ class Trace:
             if prev is not None:
                 assert prev.upper.dominates(b.lower), \
                     f"batch lower {b.lower!r} before previous upper {prev.upper!r}"
-                assert prev.len > 2 * b.len, \
-                    f"batch sizes not geometric: {[x.len for x in self._batches]}"
             prev = b
+        for i in range(len(self._batches) - FANIN + 1):
+            oldest, newest = self._batches[i], self._batches[i + FANIN - 1]
+            assert oldest.len > FANIN * newest.len, \
+                f"batch sizes not tiered: {[x.len for x in self._batches]}"
         if prev is not None:
             assert self._upper is not None and prev.upper.dominates(self._upper), \
                 f"trace upper {self._upper!r} before last batch upper {prev.upper!r}"

@@ -11,7 +11,7 @@ Invariants kept:
   (seed 000: "weights are never zero").
 * `consolidate` returns triples in one deterministic order: by data, then by
   `lattice.sort_key(time)` (never by `<` on times).  Data that Python cannot order
-  (mixed types, `None`, times inside records) falls back to the key
+  (mixed types, `None`, times inside records) falls back to a key built from
   `(type name, repr)`, so output never depends on hash order.
 
 Two readings of a list of triples are used, and the functions say which:
@@ -48,17 +48,31 @@ Update = tuple[Any, Any, Any]
 
 # --- deterministic order ----------------------------------------------------------
 
-def _fallback_key(x: Any) -> tuple[str, str]:
-    return (type(x).__name__, repr(x))
+_NATURAL = (int, float, str, bytes, bool)
+
+
+def _fallback_key(x: Any) -> tuple:
+    """A key that exists for every value: `(type name, repr)`, refined so that the
+    order stays natural where it can (ints as numbers, tuples element-wise) and does
+    not depend on hash order (set elements are sorted first)."""
+    t = type(x)
+    if t in _NATURAL:
+        return (t.__name__, x)
+    if t is tuple:
+        return ("tuple", tuple([_fallback_key(e) for e in x]))
+    if t is frozenset or t is set:
+        return (t.__name__, tuple(sorted([_fallback_key(e) for e in x])))
+    return (t.__name__, repr(x))
 
 
 def sorted_data(items: Iterable[Any], key: Callable[[Any], Any] | None = None) -> list:
-    """`items` sorted by their natural order, or by `(type name, repr)` if they have none.
+    """`items` sorted by their natural order, or, if `<` fails on them, by a key built
+    from `(type name, repr)` (see `_fallback_key`).
 
     `key` extracts the data to sort by from each item (default: the item itself).
 
-    >>> sorted_data([3, 1, 2]), sorted_data([2, "b", None, 1])
-    ([1, 2, 3], [None, 1, 2, 'b'])
+    >>> sorted_data([3, 1, 2]), sorted_data([10, "b", None, 9, (1, "a"), (1, 2)])
+    ([1, 2, 3], [None, 9, 10, 'b', (1, 2), (1, 'a')])
     """
     items = list(items)
     try:

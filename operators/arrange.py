@@ -73,9 +73,16 @@ class Arrange(Operator):
         if frontier.is_empty():
             ready, rest = self._buffer, []
         else:
-            ready, rest = [], []
-            for u in self._buffer:
-                (rest if frontier.less_equal(u[1]) else ready).append(u)
+            # Few distinct times, many updates: decide completeness once per time.
+            pending = {t for t in {u[1] for u in self._buffer} if frontier.less_equal(t)}
+            if not pending:
+                ready, rest = self._buffer, []
+            elif len(pending) == len({u[1] for u in self._buffer}):
+                ready, rest = [], self._buffer
+            else:
+                ready, rest = [], []
+                for u in self._buffer:
+                    (rest if u[1] in pending else ready).append(u)
         self._buffer = rest
         self._caps = None
         if ready:

@@ -89,9 +89,18 @@ class Operator:
     # -- errors --------------------------------------------------------------
     def user_error(self, exc: BaseException, record: Any, time: Any,
                    what: str = "function") -> DataflowError:
-        """Wrap an exception raised by a user function, keeping it as `__cause__`."""
+        """Wrap an exception raised by a user function, keeping it as `__cause__`.
+
+        A `DataflowError` raised inside user code (say a `TimeError` from a time of
+        the wrong lattice returned by `join_function`) keeps its type and gains the
+        operator, record and time if it did not name them.
+        """
         if isinstance(exc, DataflowError):
-            return exc
+            if exc.operator is not None:
+                return exc
+            err = type(exc)(exc.message, operator=self.name, record=record, time=time)
+            err.__cause__ = exc
+            return err
         err = UserFunctionError(
             f"the {what} given to {self.name} raised {type(exc).__name__}: {exc}",
             operator=self.name, record=record, time=time)

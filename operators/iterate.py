@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 from lattice import Antichain, Product, sort_key
 from operators.base import Operator, Update
 from ddflow.errors import ConvergenceError
-from ddflow.updates import consolidate
+from ddflow.updates import consolidate, consolidate_unsorted
 
 #: Records kept per (outer time, round) in the loop log, for display.
 LOG_SAMPLE = 12
@@ -107,6 +107,8 @@ class Feedback(Operator):
 
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
+        # The variable's input is `result - source`: cancel what did not change.
+        updates = consolidate_unsorted(updates)
         out = []
         limit = self.max_rounds
         log = self.log

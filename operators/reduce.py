@@ -84,8 +84,17 @@ class Reduce(Operator):
         emitted: list[Update] = []
         if self._pending:
             self._caps = None
+            memo: dict = {}
+
+            def beyond(t: Any) -> bool:
+                # Whether `t` is still incomplete; asked for the same few times per key.
+                b = memo.get(t)
+                if b is None:
+                    b = memo[t] = frontier.less_equal(t)
+                return b
+
             for key in list(self._pending):
-                self._reduce_key(key, frontier, emitted)
+                self._reduce_key(key, beyond, emitted)
         if emitted:
             lower = self._upper if self._upper is not None else Antichain(u[1] for u in emitted)
             self.out_trace.insert(Batch.from_updates(emitted, lower=lower, upper=frontier))
@@ -97,17 +106,18 @@ class Reduce(Operator):
             self._since = frontier
             self.out_trace.set_logical_compaction(frontier)
 
-    def _reduce_key(self, key: Any, frontier: Antichain, emitted: list[Update]) -> None:
+    def _reduce_key(self, key: Any, beyond: Callable[[Any], bool],
+                    emitted: list[Update]) -> None:
         pending = self._pending[key]
-        if all(frontier.less_equal(t) for t in pending):
+        if all(beyond(t) for t in pending):
             return  # every candidate lies above a pending time, so none is complete
         inputs = self.source.trace.get(key)
         outputs = self.out_trace.get(key)
         others = {t for _v, t, _r in inputs}
         others.update(t for _o, t, _r in outputs)
         candidates = joins_above(pending, others)
-        ready = [u for u in candidates if not frontier.less_equal(u)]
-        later = {u for u in candidates if frontier.less_equal(u)}
+        ready = [u for u in candidates if not beyond(u)]
+        later = {u for u in candidates if beyond(u)}
         if later:
             self._pending[key] = later
         else:

@@ -10,8 +10,9 @@ from ddflow.testing.times import (TIME_KINDS, antichains, minimum_of,
                                   nonempty_antichains, times)
 from ddflow.testing.updates import keyed_updates, updates
 from ddflow.testing.oracle import accumulate_all, check_law, join_closure
+from ddflow.testing.harness import evaluate
 
 __all__ = [
     "TIME_KINDS", "times", "minimum_of", "antichains", "nonempty_antichains",
-    "updates", "keyed_updates", "check_law", "join_closure", "accumulate_all",
+    "updates", "keyed_updates", "check_law", "join_closure", "accumulate_all", "evaluate",
 ]

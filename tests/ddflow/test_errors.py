@@ -1,0 +1,181 @@
+"""Misuse gives a typed DataflowError naming operator, record and time; nothing is lost.
+
+Boundary errors leave the dataflow unchanged; errors during run() roll the step back,
+the sessions keep their updates, and the dataflow stays usable.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import ddflow
+from ddflow import (DataError, DataflowError, DiffError, GraphError, SessionClosedError,
+                    TimeError, UserFunctionError)
+from lattice import Product
+
+
+def _state(df):
+    return ([c.updates for c in df.captures],
+            [{k: v for k, v in r.items()} for r in df.metrics()])
+
+
+@pytest.fixture
+def counting():
+    df = ddflow.Dataflow()
+    s, c = df.new_collection("words")
+    cap = c.count().capture()
+    s.insert("a")
+    s.advance_to(1)
+    df.run()
+    return df, s, cap
+
+
+def test_time_going_backwards_at_the_input(counting):
+    df, s, cap = counting
+    before = _state(df)
+    with pytest.raises(TimeError) as err:
+        s.update_at("b", 0, 1)
+    assert err.value.operator == "words" and err.value.record == "b" and err.value.time == 0
+    with pytest.raises(TimeError, match="back"):
+        s.advance_to(0)
+    assert s.pending == [] and s.time == 1 and _state(df) == before
+    s.insert("b")
+    s.advance_to(2)
+    df.run()
+    assert cap.at(1) == {("a", 1): 1, ("b", 1): 1}
+
+
+def test_time_of_the_wrong_lattice(counting):
+    df, s, _cap = counting
+    with pytest.raises(TimeError, match="lattice") as err:
+        s.update_at("b", Product(1, 1), 1)
+    assert isinstance(err.value, DataflowError) and err.value.time == Product(1, 1)
+    pdf = ddflow.Dataflow(time=Product(0, 0))
+    ps, _ = pdf.new_collection()
+    with pytest.raises(TimeError):
+        ps.update_at("x", 3, 1)
+    with pytest.raises(TimeError):
+        ps.advance_to(Product(Product(0, 0), 0))
+    assert s.pending == [] and ps.pending == []
+
+
+def test_unhashable_data_and_invalid_diffs(counting):
+    _df, s, _cap = counting
+    with pytest.raises(DataError, match="hashable") as err:
+        s.insert(["a", "list"])
+    assert err.value.record == ["a", "list"] and err.value.time == 1
+    for bad in (1.5, True, "2", None):
+        with pytest.raises(DiffError):
+            s.update("a", bad)
+    with pytest.raises(DataError):
+        s.extend([("ok", 1, 1), ("bad",)])
+    assert s.pending == []          # extend is all or nothing
+    assert (2 ** 70) and s.update("big", 2 ** 70) is None   # big ints are fine
+
+
+def test_input_after_close(counting):
+    _df, s, _cap = counting
+    s.close()
+    for call in (lambda: s.insert("x"), lambda: s.advance_to(5),
+                 lambda: s.update_at("x", 3, 1)):
+        with pytest.raises(SessionClosedError):
+            call()
+
+
+def test_non_pair_into_a_keyed_operator_rolls_back():
+    df = ddflow.Dataflow()
+    s, c = df.new_collection("pairs")
+    joined = c.join(c.map(lambda kv: kv, name="copy")).capture()
+    s.insert(("k", 1))
+    s.advance_to(1)
+    df.run()
+    before = _state(df)
+    s.insert(5)
+    s.insert(("k", 2))
+    s.advance_to(2)
+    with pytest.raises(DataError, match=r"\(key, value\)") as err:
+        df.run()
+    assert err.value.record == 5 and err.value.time == 1
+    assert "arrange" in err.value.operator
+    assert _state(df) == before                      # nothing half-applied
+    assert s.pending == [(5, 1, 1), (("k", 2), 1, 1)]   # nothing lost
+    assert s.discard(5) == [(5, 1, 1)]             # withdraw the bad record
+    df.run()
+    assert joined.at(1) == {("k", (1, 1)): 1, ("k", (1, 2)): 1, ("k", (2, 1)): 1,
+                            ("k", (2, 2)): 1}
+
+
+def test_user_function_raising_rolls_back_every_branch():
+    df = ddflow.Dataflow()
+    s, c = df.new_collection("numbers")
+    ok = c.map(lambda x: x + 1, name="inc").count().capture()
+    inv = c.map(lambda x: 1 / x, name="invert").capture()
+    s.insert(1)
+    s.advance_to(1)
+    df.run()
+    before = _state(df)
+    s.insert(0)
+    s.insert(2)
+    s.advance_to(2)
+    with pytest.raises(UserFunctionError) as err:
+        df.run()
+    e = err.value
+    assert isinstance(e.__cause__, ZeroDivisionError)
+    assert e.operator == "invert" and e.record == 0 and e.time == 1
+    assert "ZeroDivisionError" in str(e) and "invert" in str(e)
+    assert _state(df) == before
+    s.discard(0)
+    df.run()
+    assert inv.at(1) == {1.0: 1, 0.5: 1}
+    assert ok.at(1) == {(2, 1): 1, (3, 1): 1}
+
+
+def test_reduce_logic_errors():
+    df = ddflow.Dataflow()
+    s, c = df.new_collection()
+    c.reduce(lambda k, vals: 1 / 0, name="boom").capture()
+    s.insert(("k", 1))
+    s.close()
+    with pytest.raises(UserFunctionError) as err:
+        df.run()
+    assert err.value.operator == "boom" and err.value.time == 0
+    df2 = ddflow.Dataflow()
+    s2, c2 = df2.new_collection()
+    c2.reduce(lambda k, vals: [1, 2, 3], name="shape").capture()
+    s2.insert(("k", 1))
+    s2.close()
+    with pytest.raises(DataError, match="pairs"):
+        df2.run()
+
+
+def test_join_function_returning_a_foreign_time():
+    df = ddflow.Dataflow()
+    s, c = df.new_collection()
+    c.join_function(lambda x: [(x, Product(0, 0), 1)], name="jf").capture()
+    s.insert(1)
+    s.close()
+    with pytest.raises(TimeError) as err:
+        df.run()
+    assert err.value.operator == "jf" and err.value.record == 1
+
+
+def test_graph_errors():
+    df = ddflow.Dataflow()
+    s, c = df.new_collection()
+    other_df = ddflow.Dataflow()
+    _s2, c2 = other_df.new_collection()
+    with pytest.raises(GraphError):
+        c.map(42)
+    loop_scope = []
+    c.iterate(lambda inner: loop_scope.append(inner) or inner)
+    with pytest.raises(GraphError, match="scope"):
+        c.join(loop_scope[0])
+    with pytest.raises(GraphError):
+        c.iterate(lambda inner: c)         # must return a collection of the loop's scope
+    with pytest.raises(GraphError):
+        loop_scope[0].capture()
+    c.capture()
+    s.close()
+    df.run()
+    with pytest.raises(GraphError, match="already run"):
+        c.map(str)

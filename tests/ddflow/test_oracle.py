@@ -1,0 +1,114 @@
+"""The oracle itself: it accepts correct outputs, rejects wrong ones, and checks the
+join-closure (where a partially ordered reduce can change without any input change)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, strategies as st
+
+from ddflow.testing import accumulate_all, check_law, join_closure, updates
+from ddflow.updates import accumulate, zset
+from lattice import Product, join, less_equal
+
+
+def double(c):
+    return zset((2 * d, w) for d, w in c.items())
+
+
+@given(updates("product"))
+def test_oracle_accepts_a_correct_map(u):
+    out = [(2 * d, t, w) for d, t, w in u]
+    check_law(out, [u], double)
+
+
+@given(updates("product", min_size=1))
+def test_oracle_rejects_a_wrong_map(u):
+    out = [(2 * d + 1, t, w) for d, t, w in u]
+    if not any(accumulate(u, t) for _, t, _ in u):
+        return   # everything cancels: a wrong map of nothing is still nothing
+    with pytest.raises(AssertionError, match="accumulation law fails at time"):
+        check_law(out, [u], double)
+
+
+def test_oracle_rejects_output_at_the_wrong_time_and_names_it():
+    u = [("a", Product(0, 1), 1)]
+    late = [("a", Product(1, 1), 1)]
+    with pytest.raises(AssertionError) as info:
+        check_law(late, [u], lambda c: c)
+    msg = str(info.value)
+    assert "Product(0, 1)" in msg and "'a': expected 1, got 0" in msg
+
+
+def test_oracle_catches_a_reduce_that_only_emits_at_input_times():
+    # Two inputs at incomparable times; the count of 'k' is 2 only at their join,
+    # a time at which no input changed.
+    u = [(("k", 1), Product(0, 1), 1), (("k", 2), Product(1, 0), 1)]
+
+    def count(c):
+        return zset(((k, n), 1) for k, n in zset((k, w) for (k, _), w in c.items()).items())
+
+    right = [(("k", 1), Product(0, 1), 1), (("k", 1), Product(1, 0), 1),
+             (("k", 1), Product(1, 1), -2), (("k", 2), Product(1, 1), 1)]
+    check_law(right, [u], count)
+    wrong = [(("k", 1), Product(0, 1), 1), (("k", 1), Product(1, 0), 1)]
+    with pytest.raises(AssertionError, match=r"Product\(1, 1\)"):
+        check_law(wrong, [u], count)
+
+
+def test_oracle_binary():
+    a, b = [("x", 0, 1)], [("x", 2, 1)]
+
+    def union_all(p, q):
+        return {d: p.get(d, 0) + q.get(d, 0) for d in set(p) | set(q)}
+
+    check_law([("x", 0, 1), ("x", 2, 1)], [a, b], union_all)
+    with pytest.raises(AssertionError, match="time 2"):
+        check_law([("x", 0, 1)], [a, b], union_all)
+
+
+def test_oracle_checks_extra_times():
+    # A function with output on the empty input: only a time before every input
+    # time (here the extra time 0) shows that the output misses it there.
+    inp, out = [("x", 1, 1)], [("x", 1, 1), ("z", 1, 1)]
+
+    def plus_z(c):
+        return {**c, "z": 1}
+
+    check_law(out, [inp], plus_z)
+    with pytest.raises(AssertionError, match="time 0"):
+        check_law(out, [inp], plus_z, extra_times=[0])
+
+
+def test_oracle_with_no_times():
+    check_law([], [[]], lambda c: c)
+    check_law([], [], lambda: {})
+
+
+def test_join_closure_of_three_incomparable_product3_times():
+    ts = [Product(Product(1, 0), 0), Product(Product(0, 1), 0), Product(Product(0, 0), 1)]
+    closure = join_closure(ts)
+    triple = join(join(ts[0], ts[1]), ts[2])
+    assert triple == Product(Product(1, 1), 1)
+    assert triple in closure
+    assert len(closure) == 7   # 3 singletons, 3 pairs, 1 triple
+
+
+@given(st.lists(st.builds(Product, st.integers(0, 3), st.integers(0, 3)), max_size=6))
+def test_join_closure_is_closed_and_minimal(ts):
+    closure = join_closure(ts)
+    assert set(ts) <= closure
+    for a in closure:
+        for b in closure:
+            assert join(a, b) in closure
+        # Every element is a join of input times it is above.
+        below = [t for t in ts if less_equal(t, a)]
+        top = below[0]
+        for t in below[1:]:
+            top = join(top, t)
+        assert top == a
+
+
+def test_accumulate_all():
+    u = [("a", Product(0, 0), 1), ("a", Product(1, 1), -1)]
+    assert accumulate_all(u, [Product(0, 5), Product(1, 1)]) == \
+        {Product(0, 5): {"a": 1}, Product(1, 1): {}}

@@ -1,0 +1,87 @@
+"""The law for the linear family, at partially ordered times, by hypothesis."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from lattice import join, less_equal
+from ddflow.testing import accumulate_all, evaluate, join_closure
+from tests.strategies import SCHEDULES, assert_law, plain, times, updates
+
+KINDS = st.sampled_from(["product", "product3", "int"])
+
+CASES = {
+    "map": (lambda c: c.map(lambda x: x % 3), plain(lambda d, m: [(d % 3, m)])),
+    "filter": (lambda c: c.filter(lambda x: x % 2 == 0),
+               plain(lambda d, m: [(d, m)] if d % 2 == 0 else [])),
+    "flat_map": (lambda c: c.flat_map(lambda x: range(x)),
+                 plain(lambda d, m: [(i, m) for i in range(d)])),
+    "explode": (lambda c: c.explode(lambda x: [(x, 2), (x + 10, -1)]),
+                plain(lambda d, m: [(d, 2 * m), (d + 10, -m)])),
+    "negate": (lambda c: c.negate(), plain(lambda d, m: [(d, -m)])),
+    "consolidate": (lambda c: c.consolidate(), plain(lambda d, m: [(d, m)])),
+    "inspect": (lambda c: c.inspect(lambda u: None), plain(lambda d, m: [(d, m)])),
+    "chain": (lambda c: c.map(lambda x: x + 1).filter(lambda x: x > 2).negate()
+              .flat_map(lambda x: [x, x]),
+              plain(lambda d, m: [(d + 1, -2 * m)] if d + 1 > 2 else [])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@settings(max_examples=60)
+@given(data=st.data(), schedule=SCHEDULES)
+def test_oracle_linear(name, data, schedule):
+    kind = data.draw(KINDS)
+    inp = data.draw(updates(kind))
+    build, f = CASES[name]
+    assert_law(build, f, [inp], schedule)
+
+
+@settings(max_examples=200)
+@given(data=st.data(), schedule=SCHEDULES)
+def test_oracle_concat(data, schedule):
+    kind = data.draw(KINDS)
+    a, b, c = (data.draw(updates(kind)) for _ in range(3))
+    assert_law(lambda x, y, z: x.concat(y, z.negate()),
+               lambda x, y, z: {d: x.get(d, 0) + y.get(d, 0) - z.get(d, 0)
+                                for d in set(x) | set(y) | set(z)},
+               [a, b, c], schedule)
+
+
+@settings(max_examples=200)
+@given(data=st.data(), schedule=SCHEDULES)
+def test_oracle_join_function(data, schedule):
+    """Seed 003: `(x, t, r)` -> `(y, join(t, t2), r * r2)`; its law depends on time."""
+    kind = data.draw(st.sampled_from(["product", "int"]))
+    t2s = data.draw(st.lists(times(kind), min_size=2, max_size=2))
+    inp = data.draw(updates(kind))
+
+    def logic(x):
+        return [(x, t2s[0], x + 1), (x * 10, t2s[1], -1)]
+
+    out = evaluate(lambda c: c.join_function(logic), [inp], schedule=schedule)
+    seen = {u[1] for u in inp} | {u[1] for u in out} | set(t2s)
+    for t in join_closure(seen):
+        acc_in = accumulate_all(inp, [t])[t]
+        expected: dict = defaultdict(int)
+        for x, m in acc_in.items():
+            for y, t2, r2 in logic(x):
+                if less_equal(t2, t):
+                    expected[y] += m * r2
+        expected = {d: m for d, m in expected.items() if m}
+        assert accumulate_all(out, [t])[t] == expected, t
+
+
+def test_join_function_seed_003_example():
+    """Seed 003: `x` copies of `2x` from time `3x` until `4x`, for x in 0..9."""
+    def logic(x):
+        return [(2 * x, 3 * x, x), (2 * x, 4 * x, -x)]
+    out = evaluate(lambda c: c.join_function(logic), [[(x, 0, 1) for x in range(10)]])
+    from ddflow.updates import accumulate
+    assert accumulate(out, 7) == {4: 2}          # x=2 lives 6..8; x=3 starts at 9
+    assert accumulate(out, 9) == {6: 3}
+    assert accumulate(out, 100) == {}
+    assert all(t == join(0, t) for _d, t, _r in out)
