@@ -1,0 +1,1 @@
+"""Benchmarks: one script per workload, each runnable as `python -m benchmarks.<name>`."""

@@ -177,6 +177,12 @@ class Collection:
         out = self.arrange_by_self().reduce(red.distinct_logic, name=name or "distinct")
         return out.map(_pair_key, name="distinct.key")
 
+    def distinct_trace(self, name: str | None = None) -> Collection:
+        """Seed 002's distinct for `Product(epoch, iteration)` times (the w1/w2/w3 rule);
+        the same accumulations as `distinct`, reading only its input trace."""
+        from operators.distinct_trace import distinct_trace
+        return distinct_trace(self, name=name)
+
     def threshold(self, f: Callable[[Any], Any], name: str | None = None) -> Collection:
         """Each record `x` with count `n` appears `f(n)` times."""
         out = self.arrange_by_self().reduce(red.threshold_logic(f), name=name or "threshold")

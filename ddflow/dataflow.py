@@ -223,7 +223,7 @@ class Capture:
     @property
     def updates(self) -> list[tuple]:
         """All updates so far, consolidated and sorted."""
-        return consolidate(u for op in self.node.shards for u in op.updates)
+        return consolidate(self.dataflow.engine.captured(self.node))
 
     @property
     def frontier(self) -> Antichain:
@@ -273,9 +273,6 @@ class InputOp(Operator):
 
     def capabilities(self) -> Iterable[Any]:
         return self.frontier.elements
-
-    def summary(self, frontier: Antichain) -> Antichain:
-        return EMPTY
 
 
 class Dataflow:
@@ -360,7 +357,7 @@ class Dataflow:
         """Work counters per operator (summed over workers unless `per_worker`)."""
         rows = []
         for node in self.nodes:
-            shards = list(enumerate(node.shards))
+            shards = list(enumerate(self.engine.operators(node)))
             groups = [[s] for s in shards] if per_worker else [shards]
             for group in groups:
                 row = {"id": node.id, "operator": node.name, "kind": node.kind,
@@ -384,7 +381,7 @@ class Dataflow:
         for node in self.nodes:
             if node.kind == "feedback":
                 merged: dict = {}
-                for op in node.shards:
+                for op in self.engine.operators(node):
                     for key, (n, sample) in op.log.items():
                         m = merged.setdefault(key, [0, []])
                         m[0] += n

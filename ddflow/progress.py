@@ -64,6 +64,12 @@ def input_frontiers(nodes: Sequence[ProgressNode]) -> dict[Any, tuple[Antichain,
                 if queued:
                     f = f.meet(Antichain(queued))
                 ports.append(f)
+            if not n.inputs:
+                # A source: updates queued for it (a session's, or another shard's
+                # delivery) are pointstamps at its one external port.
+                queued = n.queued_times(0)
+                if queued:
+                    ports.append(Antichain(queued))
             ports_t = tuple(ports)
             ins[n] = ports_t
             f_out = n.summary(meet_all(ports_t)) if ports_t else EMPTY

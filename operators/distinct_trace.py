@@ -173,19 +173,20 @@ class DistinctTrace(Operator):
     rule on four sums of the element's input, and it emits records `x`.
     """
 
-    _state = ("_pending", "_since")
+    _state = ("_fresh", "_pending", "_since")
 
     def __init__(self, source: Arrange, name: str = "distinct_trace") -> None:
         super().__init__(name)
         self.source = source
         self._rid = source.register_reader()
-        self._pending: dict[Any, set] = {}
+        self._fresh: dict[Any, set] = {}     # element -> new input times, not yet joined
+        self._pending: dict[Any, set] = {}   # element -> times to visit (joins done)
         self._since: Antichain | None = None
         self._caps: list | None = []
 
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
-        fresh: dict[Any, set] = {}
+        fresh = self._fresh
         for (x, _v), t, _r in updates:
             if not _is_epoch_round(t):
                 raise _time_error(self.name, x, t)
@@ -194,52 +195,53 @@ class DistinctTrace(Operator):
                 fresh[x] = {t}
             else:
                 s.add(t)
-        if not fresh:
-            return
-        trace = self.source.trace
-        pending = self._pending
-        for x, new in fresh.items():
-            entries = trace.get(x)
-            self.work += len(entries)
-            visit = revisit_times(new, {t for _v, t, _r in entries})
-            s = pending.get(x)
-            if s is None:
-                pending[x] = visit
-            else:
-                s.update(visit)
         self._caps = None
 
     def capabilities(self) -> Iterable[Any]:
+        # A fresh time lies below every revisit time it will add.
         if self._caps is None:
-            self._caps = list(Antichain(t for ts in self._pending.values() for t in ts))
+            self._caps = list(Antichain(t for d in (self._fresh, self._pending)
+                                        for ts in d.values() for t in ts))
         return self._caps
 
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         frontier = frontiers[0]
-        if self._pending:
+        if self._fresh or self._pending:
             emitted: list[Update] = []
-            complete = frontier.less_equal
-            trace = self.source.trace
-            for x in list(self._pending):
-                times = self._pending[x]
-                ready = [t for t in times if not complete(t)]
-                if not ready:
-                    continue
-                self._caps = None
-                if len(ready) == len(times):
-                    del self._pending[x]
-                else:
-                    times.difference_update(ready)
-                ready.sort(key=sort_key)
-                entries = trace.get(x)
-                for t in ready:
-                    self.times_visited += 1
-                    self.work += len(entries)
-                    d = distinct_rule(*_sums(entries, t.outer, t.inner))
-                    if d:
-                        emitted.append((x, t, d))
+            fresh = self._fresh
+            for x in [*fresh, *(x for x in self._pending if x not in fresh)]:
+                self._distinct_element(x, frontier, emitted)
             self.emit(emitted)
         self._advance(frontier)
+
+    def _distinct_element(self, x: Any, frontier: Antichain, emitted: list[Update]) -> None:
+        complete = frontier.less_equal
+        new = self._fresh.get(x, ())
+        times = self._pending.get(x, ())
+        if all(complete(t) for t in new) and all(complete(t) for t in times):
+            return  # every time to visit lies above an incomplete one
+        self._caps = None
+        entries = self.source.trace.get(x)
+        if new:
+            # A new time is in advance of every frontier seen since it arrived, and
+            # the trace is compacted at most to those frontiers moved back by (1, 1):
+            # joining it with a compacted time gives what the original time gives.
+            del self._fresh[x]
+            times = set(times)
+            times.update(revisit_times(new, {t for _v, t, _r in entries}))
+        ready = [t for t in times if not complete(t)]
+        later = {t for t in times if complete(t)}
+        if later:
+            self._pending[x] = later
+        else:
+            self._pending.pop(x, None)
+        ready.sort(key=sort_key)
+        for t in ready:
+            self.times_visited += 1
+            self.work += len(entries)
+            d = distinct_rule(*_sums(entries, t.outer, t.inner))
+            if d:
+                emitted.append((x, t, d))
 
     def _advance(self, frontier: Antichain) -> None:
         # Later evaluations are at times t in advance of `frontier`, and read

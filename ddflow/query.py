@@ -1,0 +1,566 @@
+"""Rules in, collections out: `query("tri(x, y, z) :- g(x, y), g(y, z), g(x, z)", g=edges)`.
+
+What this isolates: the text of a conjunctive rule (a tokenizer and a recursive
+descent parser, no dependency), its atoms normalised to *sources* (one filtered,
+projected collection per relation and pattern), and the wiring of one of three
+plans over them.  The operators live in `operators.join` and `operators.wcoj`.
+
+The law: the result is the collection of head tuples whose multiplicity is the
+product of the atoms' multiplicities, summed over the variable bindings (bag
+semantics: what a chain of binary joins gives), at every time:
+`acc(query(rule, R..), t) = Q(acc(R, t), ..)`.
+
+Syntax: `head(v, ..) :- rel(term, ..), rel(term, ..) [.]`, terms being variables
+(identifiers; `_` is a fresh variable each time), ints (`-3`) or quoted strings
+(`'a'`, `"b"`).  A variable may repeat across atoms (a join) and within an atom
+(an equality); a constant filters.  The head lists variables of the body.  Tuples
+of another arity than the atom's do not match it.
+
+Strategies:
+
+* `"delta"`: delta queries, seed 004 (`operators.wcoj.delta`): one rule per atom
+  of half joins over shared indices.  The default for cyclic rules.
+* `"generic"`: incremental Generic Join, seed 001 (`operators.wcoj.generic_join`):
+  one operator, int (totally ordered) times only.
+* `"binary"`: a left-deep plan of `join`s, atoms in rule order (an atom sharing no
+  variable is put after the first one that does).  The default for acyclic rules.
+
+Errors: a syntax error, an unknown relation, a head variable missing from the body
+raise `QueryError`, whose message shows the rule and a caret at the place.
+
+>>> import ddflow
+>>> df = ddflow.Dataflow()
+>>> g_in, g = df.new_collection()
+>>> tri = query("tri(x, y, z) :- g(x, y), g(y, z), g(x, z)", g=g).capture()
+>>> for e in [(1, 2), (2, 3), (1, 3)]:
+...     g_in.insert(e)
+>>> g_in.advance_to(1); df.run(); tri.updates
+[((1, 2, 3), 0, 1)]
+>>> g_in.remove((2, 3)); g_in.advance_to(2); df.run(); tri.updates
+[((1, 2, 3), 0, 1), ((1, 2, 3), 1, -1)]
+>>> query("tri(x, y) :- g(x, y), h(y, 3)", g=g)
+Traceback (most recent call last):
+...
+ddflow.query.QueryError: unknown relation 'h' (given: g)
+  tri(x, y) :- g(x, y), h(y, 3)
+                        ^
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+import attrs
+
+from ddflow.dataflow import Node
+from ddflow.errors import DataflowError
+from lattice import minimum
+from operators.wcoj.delta import (Count, Delay, Propose, Stamp, Validate, delta_plan,
+                                  key_getter, tuple_getter)
+from operators.wcoj.generic_join import GenericJoin
+
+STRATEGIES = ("delta", "generic", "binary")
+
+
+class QueryError(DataflowError):
+    """A rule that cannot be planned: bad syntax, unknown relation, unbound head
+    variable, unsupported strategy.  `rule` and `position` (an offset into it)
+    locate the problem; the message shows the rule's line with a caret."""
+
+    def __init__(self, message: str, rule: str | None = None,
+                 position: int | None = None) -> None:
+        text = message
+        if rule is not None and position is not None:
+            text += "\n" + _caret(rule, position)
+        super().__init__(text)
+        self.rule = rule
+        self.position = position
+
+
+def _caret(rule: str, position: int) -> str:
+    start = rule.rfind("\n", 0, position) + 1
+    end = rule.find("\n", position)
+    line = rule[start:] if end < 0 else rule[start:end]
+    where = ""
+    if "\n" in rule:
+        where = f" (line {rule.count(chr(10), 0, position) + 1}, column {position - start + 1})"
+    return f"  {line}{where}\n  {' ' * (position - start)}^"
+
+
+# -- tokens and syntax ----------------------------------------------------------------
+
+_TOKEN = re.compile(r"""
+    (?P<ws>\s+)
+  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<int>-?[0-9]+)
+  | (?P<str>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")
+  | (?P<op>:-|[(),.])
+""", re.VERBOSE)
+
+_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"'}
+
+
+@attrs.frozen
+class Token:
+    kind: str      # ident, int, str, op, end
+    text: str
+    pos: int
+
+
+def tokenize(rule: str) -> list[Token]:
+    """The tokens of `rule`, ending with an `end` token.
+
+    >>> [(t.kind, t.text) for t in tokenize("q(x) :- r(x, 'a b', -2).")]
+    [('ident', 'q'), ('op', '('), ('ident', 'x'), ('op', ')'), ('op', ':-'), ('ident', 'r'), ('op', '('), ('ident', 'x'), ('op', ','), ('str', "'a b'"), ('op', ','), ('int', '-2'), ('op', ')'), ('op', '.'), ('end', '')]
+    """
+    out = []
+    pos = 0
+    while pos < len(rule):
+        m = _TOKEN.match(rule, pos)
+        if m is None:
+            ch = rule[pos]
+            if ch in "'\"":
+                raise QueryError("unterminated string", rule, pos)
+            raise QueryError(f"unexpected character {ch!r}", rule, pos)
+        kind = m.lastgroup
+        if kind != "ws":
+            out.append(Token(kind, m.group(), pos))
+        pos = m.end()
+    out.append(Token("end", "", len(rule)))
+    return out
+
+
+@attrs.frozen
+class Term:
+    """A variable (`var` set) or a constant (`value`), where it stands in the rule."""
+
+    var: str | None
+    value: Any
+    pos: int
+
+
+@attrs.frozen
+class Atom:
+    name: str
+    terms: tuple
+    pos: int
+
+
+@attrs.frozen
+class Rule:
+    head: Atom
+    body: tuple
+    text: str
+
+
+def parse(rule: str) -> Rule:
+    """Parse `head(..) :- atom(..), ..` (a final `.` is optional).
+
+    >>> r = parse("p(x) :- e(x, _), e(_, 'k')")
+    >>> [(a.name, [t.var or t.value for t in a.terms]) for a in r.body]
+    [('e', ['x', '_0']), ('e', ['_1', 'k'])]
+    """
+    if not isinstance(rule, str):
+        raise QueryError(f"a rule is a string, not {type(rule).__name__}")
+    toks = tokenize(rule)
+    i = 0
+    fresh = [0]
+
+    def expect(kind: str, text: str | None, what: str) -> Token:
+        nonlocal i
+        tok = toks[i]
+        if tok.kind != kind or (text is not None and tok.text != text):
+            found = "the end of the rule" if tok.kind == "end" else repr(tok.text)
+            raise QueryError(f"expected {what}, found {found}", rule, tok.pos)
+        i += 1
+        return tok
+
+    def term() -> Term:
+        nonlocal i
+        tok = toks[i]
+        i += 1
+        if tok.kind == "ident":
+            if tok.text == "_":
+                fresh[0] += 1
+                return Term(f"_{fresh[0] - 1}", None, tok.pos)
+            return Term(tok.text, None, tok.pos)
+        if tok.kind == "int":
+            return Term(None, int(tok.text), tok.pos)
+        if tok.kind == "str":
+            body = tok.text[1:-1]
+            return Term(None, re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)),
+                                     body), tok.pos)
+        i -= 1
+        found = "the end of the rule" if tok.kind == "end" else repr(tok.text)
+        raise QueryError(f"expected a variable, a number or a quoted string, found {found}",
+                         rule, tok.pos)
+
+    def atom(what: str) -> Atom:
+        nonlocal i
+        name = expect("ident", None, what)
+        expect("op", "(", "'('")
+        terms = []
+        if toks[i].kind == "op" and toks[i].text == ")":
+            i += 1
+            return Atom(name.text, (), name.pos)
+        while True:
+            terms.append(term())
+            tok = toks[i]
+            if tok.kind == "op" and tok.text == ",":
+                i += 1
+                continue
+            expect("op", ")", "',' or ')'")
+            return Atom(name.text, tuple(terms), name.pos)
+
+    head = atom("the rule's head (a name)")
+    expect("op", ":-", "':-'")
+    body = [atom("an atom (a relation name)")]
+    while toks[i].kind == "op" and toks[i].text == ",":
+        i += 1
+        body.append(atom("an atom (a relation name)"))
+    if toks[i].kind == "op" and toks[i].text == ".":
+        i += 1
+    expect("end", None, "',' or the end of the rule")
+    for t in head.terms:
+        if t.var is None:
+            raise QueryError("the head lists variables only", rule, t.pos)
+        if t.var.startswith("_") and t.var[1:].isdigit():
+            raise QueryError("'_' stands for a fresh variable: it cannot be in the head",
+                             rule, t.pos)
+    for a in body:
+        if not a.terms:
+            raise QueryError(f"atom '{a.name}' needs at least one argument", rule, a.pos)
+    bound = {t.var for a in body for t in a.terms if t.var is not None}
+    for t in head.terms:
+        if t.var not in bound:
+            raise QueryError(f"head variable '{t.var}' does not occur in the body", rule, t.pos)
+    return Rule(head, tuple(body), rule)
+
+
+# -- planning ------------------------------------------------------------------------------
+
+def _shape(a: Atom) -> tuple[tuple, tuple]:
+    """(distinct variables in order, per-position pattern: ('v', k) or ('c', value))."""
+    vars_: list = []
+    shape = []
+    for t in a.terms:
+        if t.var is None:
+            shape.append(("c", t.value))
+        else:
+            if t.var not in vars_:
+                vars_.append(t.var)
+            shape.append(("v", vars_.index(t.var)))
+    return tuple(vars_), tuple(shape)
+
+
+def _matcher(shape: tuple):
+    """`t -> [projected t]` or `[]`: arity, constants and repeated variables checked."""
+    n = len(shape)
+    consts = [(k, c) for k, (kind, c) in enumerate(shape) if kind == "c"]
+    firsts: dict = {}
+    repeats = []
+    for k, (kind, x) in enumerate(shape):
+        if kind == "v":
+            if x in firsts:
+                repeats.append((k, firsts[x]))
+            else:
+                firsts[x] = k
+    proj = key_getter([firsts[x] for x in range(len(firsts))])
+    one = len(firsts) == 1
+
+    def match(t: Any) -> list:
+        if type(t) is not tuple or len(t) != n:
+            return []
+        for k, c in consts:
+            if t[k] != c:
+                return []
+        for k, k0 in repeats:
+            if t[k] != t[k0]:
+                return []
+        return [(proj(t),) if one else proj(t)]
+    return match
+
+
+def is_cyclic(atoms: Sequence[Sequence[str]]) -> bool:
+    """Whether the rule's hypergraph is cyclic (GYO reduction fails).
+
+    >>> is_cyclic([("x", "y"), ("y", "z"), ("x", "z")]), is_cyclic([("x", "y"), ("y", "z")])
+    (True, False)
+    """
+    edges = [set(a) for a in atoms]
+    changed = True
+    while changed and len(edges) > 1:
+        changed = False
+        for e in edges:
+            lonely = {v for v in e if sum(v in f for f in edges) == 1}
+            if lonely:
+                e -= lonely
+                changed = True
+        for n, e in enumerate(edges):
+            if any(m != n and e <= f for m, f in enumerate(edges)):
+                del edges[n]
+                changed = True
+                break
+    return len(edges) > 1
+
+
+def query(rule: str, /, strategy: str | None = None, **relations: Any) -> Any:
+    """The collection of the head tuples of `rule` over the given relations.
+
+    `relations` maps each relation name of the body to a `Collection` of tuples (all
+    of one scope).  `strategy` is `"delta"`, `"generic"` or `"binary"`; `None`
+    picks `"delta"` for cyclic rules and `"binary"` for acyclic ones.
+    """
+    from ddflow.collection import Arranged, Collection
+
+    r = parse(rule)
+    if strategy is not None and strategy not in STRATEGIES:
+        raise QueryError(f"unknown strategy {strategy!r}; expected one of {STRATEGIES}")
+    scope = None
+    for a in r.body:
+        rel = relations.get(a.name)
+        if rel is None:
+            given = ", ".join(sorted(relations)) or "none"
+            raise QueryError(f"unknown relation '{a.name}' (given: {given})", rule, a.pos)
+        if isinstance(rel, Arranged):
+            rel = relations[a.name] = rel.as_collection()
+        if not isinstance(rel, Collection):
+            raise QueryError(f"relation '{a.name}' must be a Collection, not "
+                             f"{type(rel).__name__}", rule, a.pos)
+        if scope is None:
+            scope = rel.scope
+        elif rel.scope is not scope:
+            raise QueryError(f"relation '{a.name}' is in scope {rel.scope.name}, the others "
+                             f"in {scope.name}: enter() them into one scope", rule, a.pos)
+    # One source per (relation, pattern): atoms with the same one share its indices.
+    source_ids: dict = {}
+    sources: list = []
+    atoms: list[tuple] = []
+    atom_sources: list[int] = []
+    for a in r.body:
+        vars_, shape = _shape(a)
+        key = (a.name, shape)
+        if key not in source_ids:
+            source_ids[key] = len(sources)
+            rel = relations[a.name]
+            label = f"{r.head.name}.{a.name}{_pattern_text(shape)}"
+            if all(kind == "v" for kind, _ in shape) and len(vars_) == len(shape):
+                n = len(shape)
+                sources.append(rel.filter(lambda t, n=n: type(t) is tuple and len(t) == n,
+                                          name=label))
+            else:
+                sources.append(rel.flat_map(_matcher(shape), name=label))
+        atoms.append(vars_)
+        atom_sources.append(source_ids[key])
+    head = tuple(t.var for t in r.head.terms)
+    if strategy is None:
+        strategy = "delta" if is_cyclic(atoms) else "binary"
+    name = r.head.name
+    if strategy == "binary":
+        return _binary(sources, atoms, atom_sources, head, name)
+    total = type(minimum(scope.minimum)) is int
+    if strategy == "generic":
+        if not total:
+            raise QueryError(f"strategy 'generic' needs totally ordered (int) times, and this "
+                             f"rule's relations have times like {scope.minimum!r}; use "
+                             f"'delta' or 'binary'")
+        return _generic(sources, atoms, atom_sources, head, name)
+    return _delta(sources, atoms, atom_sources, head, name, total)
+
+
+def _pattern_text(shape: tuple) -> str:
+    return "(" + ", ".join(f"v{x}" if kind == "v" else repr(x) for kind, x in shape) + ")"
+
+
+# -- wiring -------------------------------------------------------------------------------
+
+def _binary(sources: list, atoms: list, atom_sources: list, head: tuple, name: str) -> Any:
+    """Left-deep joins; every intermediate result is arranged (the baseline)."""
+    order = [0]
+    bound = set(atoms[0])
+    rest = list(range(1, len(atoms)))
+    while rest:
+        j = next((j for j in rest if bound.intersection(atoms[j])), rest[0])
+        rest.remove(j)
+        order.append(j)
+        bound.update(atoms[j])
+    layout = list(atoms[0])
+    cur = sources[atom_sources[0]]
+    rights: dict = {}
+    for j in order[1:]:
+        a = atoms[j]
+        shared = [v for v in layout if v in a]
+        new = [v for v in a if v not in layout]
+        lk = key_getter([layout.index(v) for v in shared])
+        rk = key_getter([a.index(v) for v in shared])
+        rx = tuple_getter([a.index(v) for v in new]) if new else (lambda t: ())
+        rkey = (atom_sources[j], tuple(a.index(v) for v in shared), tuple(a.index(v) for v in new))
+        right = rights.get(rkey)
+        if right is None:
+            right = rights[rkey] = sources[atom_sources[j]].map(
+                lambda t, rk=rk, rx=rx: (rk(t), rx(t)), name=f"{name}.key{j}").arrange_by_key()
+        cur = cur.map(lambda b, lk=lk: (lk(b), b), name=f"{name}.key").join_map(
+            right, lambda k, b, e: b + e, name=f"{name}.join{j}")
+        layout.extend(new)
+    return cur.map(tuple_getter([layout.index(v) for v in head]), name=f"{name}.head")
+
+
+def _generic(sources: list, atoms: list, atom_sources: list, head: tuple, name: str) -> Any:
+    from ddflow.collection import Collection
+    first = sources[0]
+    node = Node(first.dataflow, first.scope, f"{name}.generic_join", "wcoj",
+                [s.node for s in sources],
+                lambda w, ops: GenericJoin(atoms, atom_sources, len(sources), head,
+                                           f"{name}.generic_join"),
+                exchange=_to_one)
+    return Collection(node)
+
+
+def _to_one(_data: Any) -> int:
+    # The generic join is one operator over all relations: every shard sends its
+    # updates to the worker owning key 0.
+    return 0
+
+
+def _delta(sources: list, atoms: list, atom_sources: list, head: tuple, name: str,
+           total: bool) -> Any:
+    """One rule per atom: its changes, extended step by step by half joins."""
+    from ddflow.collection import Collection
+    counts: dict = {}
+    proposes: dict = {}
+
+    def count_index(p):
+        k = (p.source, p.key_src)
+        if k not in counts:
+            kg = key_getter(p.key_src)
+            counts[k] = sources[p.source].map(kg, name=f"{name}.count_key").arrange_by_self(
+                name=f"{name}.count[{p.source}:{_pos(p.key_src)}]")
+        return counts[k]
+
+    def propose_index(p):
+        k = (p.source, p.key_src, p.ext_src)
+        if k not in proposes:
+            kg = key_getter(p.key_src)
+            xg = key_getter(p.ext_src)
+            proposes[k] = sources[p.source].map(lambda t: (kg(t), xg(t)),
+                                                name=f"{name}.propose_key").arrange_by_key(
+                name=f"{name}.propose[{p.source}:{_pos(p.key_src)}->{_pos(p.ext_src)}]")
+        return proposes[k]
+
+    def validate_index(p):
+        return sources[p.source].arrange_by_self(name=f"{name}.validate[{p.source}]")
+
+    def half(stream, arranged, label, make, key_of):
+        node = Node(stream.dataflow, stream.scope, label, "wcoj", [stream.node, arranged.node],
+                    lambda w, ops: make(ops(arranged.node)), exchange=_safe(key_of))
+        return Collection(node)
+
+    outs = []
+    for i in range(len(atoms)):
+        plan = delta_plan(atoms, atom_sources, i)
+        stream = sources[atom_sources[i]]
+        if not total:
+            stream = Collection(Node(stream.dataflow, stream.scope, f"{name}.r{i}.stamp",
+                                     "wcoj", [stream.node], lambda w, ops: Stamp()))
+        tag = f"{name}.r{i}"
+        for n_step, step in enumerate(plan.steps):
+            parts = step.participants
+            multi = len(step.new_vars) > 1
+            if not step.new_vars:
+                for p in parts:
+                    kf = tuple_getter(p.full_pre)
+                    stream = half(stream, validate_index(p), f"{tag}.validate{p.atom}",
+                                  lambda a, p=p, kf=kf, tag=tag: Validate(
+                                      a, p.neu, total, kf, None, name=f"{tag}.validate{p.atom}"),
+                                  _payload_key(kf, total, "plain"))
+                continue
+            if len(parts) == 1:
+                p = parts[0]
+                kf = key_getter(p.key_pre)
+                stream = half(stream, propose_index(p), f"{tag}.propose{p.atom}",
+                              lambda a, p=p, kf=kf, tag=tag, multi=multi: Propose(
+                                  a, p.neu, total, kf, None, multi, name=f"{tag}.propose{p.atom}"),
+                              _payload_key(kf, total, "plain"))
+                continue
+            for n, p in enumerate(parts):
+                kf = key_getter(p.key_pre)
+                stream = half(stream, count_index(p), f"{tag}.count{p.atom}",
+                              lambda a, p=p, kf=kf, tag=tag, first=(n == 0): Count(
+                                  a, p.neu, total, kf, p.atom, first, name=f"{tag}.count{p.atom}"),
+                              _payload_key(kf, total, "plain" if n == 0 else "counted"))
+            for p in parts:
+                kf = key_getter(p.key_pre)
+                stream = half(stream, propose_index(p), f"{tag}.propose{p.atom}",
+                              lambda a, p=p, kf=kf, tag=tag, multi=multi: Propose(
+                                  a, p.neu, total, kf, p.atom, multi, name=f"{tag}.propose{p.atom}"),
+                              _payload_key(kf, total, "counted"))
+            for n, p in enumerate(parts):
+                kf = tuple_getter(p.full_pre)
+                stream = half(stream, validate_index(p), f"{tag}.validate{p.atom}",
+                              lambda a, p=p, kf=kf, tag=tag, last=(n == len(parts) - 1): Validate(
+                                  a, p.neu, total, kf, p.atom, last, name=f"{tag}.validate{p.atom}"),
+                              _payload_key(kf, total, "tagged"))
+        hg = tuple_getter([plan.layout.index(v) for v in head])
+        if total:
+            stream = stream.map(hg, name=f"{tag}.head")
+        else:
+            stream = Collection(Node(stream.dataflow, stream.scope, f"{tag}.delay", "wcoj",
+                                     [stream.node], lambda w, ops, hg=hg: Delay(hg)))
+        outs.append(stream)
+    return outs[0].concat(*outs[1:], name=f"{name}.rules") if len(outs) > 1 else outs[0]
+
+
+def _pos(positions: tuple) -> str:
+    return ",".join(map(str, positions))
+
+
+def _payload_key(kf, total: bool, fmt: str):
+    """The index key of a record of format `fmt` reaching a half join (for exchange).
+
+    A record that is not of that format (a proposed record passing a proposer it
+    does not belong to) still yields some key; where it goes does not matter.
+    """
+    if fmt == "plain":
+        return (lambda d: kf(d)) if total else (lambda d: kf(d[0]))
+    if total:
+        return lambda d: kf(d[0])
+    return lambda d: kf(d[0][0])
+
+
+def _safe(key_of):
+    def exchange(d: Any) -> Any:
+        try:
+            return key_of(d)
+        except Exception:  # noqa: BLE001 - an index batch record: it is not read
+            return 0
+    return exchange
+
+
+def wcoj_counters(df: Any) -> dict[str, int]:
+    """Work of the worst-case optimal operators of `df`: prefixes in, counted,
+    proposed, validated, index entries read (`work`), and records held by the
+    arrangements they read (`index_records`) or by a generic join."""
+    from operators.arrange import Arrange
+    out = {"prefixes": 0, "counted": 0, "proposed": 0, "validated": 0, "work": 0,
+           "index_records": 0}
+    seen: set = set()
+    for node in df.nodes:
+        for op in node.shards:
+            if node.kind == "wcoj" and hasattr(op, "counted"):
+                out["prefixes"] += getattr(op, "prefixes", 0) or op.records_in
+                out["counted"] += op.counted
+                out["proposed"] += op.proposed
+                out["validated"] += op.validated
+                out["work"] += op.work
+                index = getattr(op, "index", None)
+                if isinstance(index, Arrange) and id(index) not in seen:
+                    seen.add(id(index))
+                    out["index_records"] += index.trace_records()
+                if isinstance(op, GenericJoin):
+                    out["index_records"] += op.trace_records()
+    return out
+
+
+__all__ = ["query", "QueryError", "parse", "tokenize", "is_cyclic", "wcoj_counters",
+           "STRATEGIES"]

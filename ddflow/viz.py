@@ -1,0 +1,541 @@
+"""Pictures of dataflows and of partially ordered time: graphviz text and matplotlib.
+
+This module isolates drawing.  It reads a `Dataflow`'s graph (nodes, scopes, the
+frontier each operator last saw, the records its traces hold) and sets of update
+triples, and turns them into pictures; it never runs or changes a dataflow.  It
+leaves out layout algorithms of its own beyond layering by creation order (which is
+a topological order once feedback edges are cut), and it needs no graphviz binary:
+`to_dot` only writes text, `draw_dataflow` draws with matplotlib.
+
+matplotlib is imported inside the drawing functions, so `import ddflow.viz` (and
+`to_dot`) costs nothing and works where matplotlib is not installed.
+
+What is drawn, and why:
+
+* `to_dot(df)`: every operator with its id, name and kind, one cluster per loop
+  scope (nested loops nest), the loop's feedback edge dashed and red, and each node
+  annotated with its input frontier and the records its traces hold.
+* `draw_dataflow(df)`: the same, as a matplotlib figure.
+* `draw_updates(updates)`: update triples placed on the grid of `Product(a, b)`
+  times, labelled with their data and diffs; `draw_frontier(antichain, ax)` draws a
+  frontier as the staircase bounding the times in advance of it.
+* `draw_hasse(max_a, max_b)`: the Hasse diagram of `Product(0..a, 0..b)` with two
+  times, their join and their meet highlighted.
+* `draw_advance_by(t, frontier)`: `advance_by(t, F)`, and the times where `t` and
+  its advanced form compare the same (every time in advance of `F`).
+* `draw_rounds(df)`: a loop's changes per `(outer time, round)` as a heatmap.
+
+>>> import ddflow
+>>> df = ddflow.Dataflow()
+>>> _, words = df.new_collection("words")
+>>> _ = words.count().capture()
+>>> print(to_dot(df).splitlines()[0])
+digraph ddflow {
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from lattice import Antichain, Product, advance_by, join, less_equal, meet, sort_key
+
+if TYPE_CHECKING:
+    from ddflow.dataflow import Dataflow, Node, Scope
+
+#: Colours per operator kind (matplotlib and graphviz both read these names).
+KIND_COLORS = {
+    "input": "#cfe8ff", "linear": "#ffffff", "concat": "#f2f2f2", "consolidate": "#f2f2f2",
+    "arrange": "#ffe7b3", "join": "#ffd0c2", "reduce": "#d8f5d0", "enter": "#e8e0ff",
+    "leave": "#e8e0ff", "feedback": "#ffb3b3", "capture": "#cfe8ff",
+}
+FEEDBACK_COLOR = "#d62728"
+
+
+# --------------------------------------------------------------------------------------
+# reading the graph
+
+
+def _scope_chain(scope: Scope) -> list[Scope]:
+    """The loop scopes from the outermost down to `scope` (the root left out)."""
+    chain = []
+    s: Scope | None = scope
+    while s is not None and s.parent is not None:
+        chain.append(s)
+        s = s.parent
+    return chain[::-1]
+
+
+def _fmt_frontier(f: Antichain) -> str:
+    if f.is_empty():
+        return "{} (done)"
+    return "{" + ", ".join(_fmt_time(t) for t in sorted(f.elements, key=sort_key)) + "}"
+
+
+def _fmt_time(t: Any) -> str:
+    if isinstance(t, Product):
+        return f"({_fmt_time(t.outer)},{_fmt_time(t.inner)})"
+    return repr(t)
+
+
+def node_frontier(node: Node) -> Antichain | None:
+    """The frontier of `node`'s inputs at the end of the last run (None before any run).
+
+    For an input it is its session's frontier; for an operator, the meet of its
+    ports' frontiers: times not in advance of it are complete there.
+    """
+    df = node.dataflow
+    if node.kind == "input":
+        for s in df.sessions:
+            if s.node is node:
+                return s.frontier() if df._compiled else None
+    last = node.last_frontier
+    if last is None:
+        return None
+    out = Antichain()
+    for f in last:
+        out = out.meet(f) if not out.is_empty() else f
+    return out
+
+
+def node_trace_records(node: Node) -> int:
+    """Records held in the traces of `node`, summed over workers (0 before any run)."""
+    # Engines that keep operators elsewhere (Spark) hand out views of them.
+    ops = getattr(node.dataflow.engine, "operators", None)
+    shards = ops(node) if ops is not None and node.dataflow._compiled else node.shards
+    return sum(op.trace_records() for op in shards)
+
+
+def _label_lines(node: Node) -> list[str]:
+    f = node_frontier(node)
+    lines = [f"#{node.id} {node.name}", f"[{node.kind}]",
+             "frontier " + ("(not run)" if f is None else _fmt_frontier(f))]
+    if node.kind in ("arrange", "reduce", "join") or node_trace_records(node):
+        lines.append(f"trace {node_trace_records(node):,} records")
+    return lines
+
+
+def _edges(df: Dataflow) -> list[tuple[Node, Node, bool]]:
+    """`(producer, consumer, is_feedback)` for every edge of the graph.
+
+    The feedback edge is the one into a loop's `Variable` node: it carries round `r`
+    to round `r + 1`, and it is the only edge that goes backwards in creation order.
+    """
+    present = set(map(id, df.nodes))
+    out = []
+    for node in df.nodes:
+        for producer in node.inputs:
+            if id(producer) in present:
+                out.append((producer, node, node.kind == "feedback"))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# graphviz text
+
+
+def _dot_quote(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def to_dot(df: Dataflow) -> str:
+    """The dataflow graph as graphviz `dot` text (render it with `dot -Tsvg`).
+
+    Nodes are `n<id>`, labelled with id, name, kind, input frontier and trace size;
+    each loop scope is a `cluster_` subgraph (nested loops nest); the feedback edge
+    into a loop's variable is dashed, red and labelled `+1 round`.
+
+    >>> import ddflow
+    >>> df = ddflow.Dataflow()
+    >>> e_in, edges = df.new_collection("edges")
+    >>> r_in, roots = df.new_collection("roots")
+    >>> reach = roots.iterate(lambda x: edges.enter(x.scope).semijoin(x)
+    ...                       .map(lambda kv: kv[1]).concat(roots.enter(x.scope)).distinct(),
+    ...                       name="reach")
+    >>> _ = reach.capture()
+    >>> dot = to_dot(df)
+    >>> 'subgraph "cluster_reach"' in dot, "+1 round" in dot
+    (True, True)
+    """
+    lines = ["digraph ddflow {",
+             "  rankdir=TB;",
+             '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10];',
+             '  edge [fontname="Helvetica", fontsize=9];']
+    # Group nodes by their scope chain, then emit nested clusters.
+    tree: dict = {"nodes": [], "children": {}}
+    for node in df.nodes:
+        at = tree
+        for scope in _scope_chain(node.scope):
+            at = at["children"].setdefault(scope.name, {"scope": scope, "nodes": [],
+                                                         "children": {}})
+        at["nodes"].append(node)
+
+    def emit(sub: dict, indent: str) -> None:
+        for node in sub["nodes"]:
+            color = KIND_COLORS.get(node.kind, "#ffffff")
+            extra = ', penwidth=2, color="%s"' % FEEDBACK_COLOR if node.kind == "feedback" else ""
+            lines.append(f"{indent}n{node.id} [label={_dot_quote(chr(10).join(_label_lines(node)))}"
+                         f', fillcolor="{color}"{extra}];')
+        for name, child in sub["children"].items():
+            scope = child["scope"]
+            limit = "" if scope.max_rounds is None else f", max_rounds={scope.max_rounds}"
+            lines.append(f"{indent}subgraph {_dot_quote('cluster_' + name)} {{")
+            lines.append(f"{indent}  label={_dot_quote(f'loop {name}: times (outer, round)' + limit)};")
+            lines.append(f'{indent}  style="rounded,dashed"; color="#7f7f7f";')
+            emit(child, indent + "  ")
+            lines.append(f"{indent}}}")
+
+    emit(tree, "  ")
+    for producer, consumer, feedback in _edges(df):
+        if feedback:
+            lines.append(f"  n{producer.id} -> n{consumer.id} [style=dashed, "
+                         f'color="{FEEDBACK_COLOR}", fontcolor="{FEEDBACK_COLOR}", '
+                         'label="feedback +1 round", constraint=false];')
+        else:
+            lines.append(f"  n{producer.id} -> n{consumer.id};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------
+# matplotlib helpers
+
+
+def _axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
+    """`(figure, axes)`: the given axes' figure, or a new figure (Agg-safe)."""
+    if ax is not None:
+        return ax.figure, ax
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=figsize)
+    return fig, ax
+
+
+def _layers(df: Dataflow) -> dict[int, int]:
+    """Layer of each node: the longest path from an input, feedback edges cut.
+
+    Creation order is a topological order of the graph without its feedback edges
+    (every other edge goes from an earlier node to a later one), so one pass in
+    that order settles every layer.
+    """
+    layer: dict[int, int] = {}
+    for node in df.nodes:
+        ins = [layer[id(p)] for p in node.inputs
+               if id(p) in layer and node.kind != "feedback"]
+        layer[id(node)] = 1 + max(ins) if ins else 0
+    # A variable sits just above the first node that reads it, not at the top.
+    for node in df.nodes:
+        if node.kind == "feedback":
+            readers = [layer[id(c)] for c, _p in node.consumers if id(c) in layer]
+            if readers:
+                layer[id(node)] = max(0, min(readers) - 1)
+    return layer
+
+
+def draw_dataflow(df: Dataflow, ax: Any = None, *, annotate: bool = True) -> Any:
+    """Draw the dataflow graph with matplotlib; returns the figure.
+
+    Nodes are layered top to bottom by their longest path from an input (creation
+    order breaks ties left to right); each box shows id, name and kind and, with
+    `annotate`, the input frontier and trace size.  Loop scopes are shaded boxes
+    behind their nodes; the feedback edge is a dashed red arc.
+    """
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    layer = _layers(df)
+    rows: dict[int, list] = {}
+    for node in df.nodes:
+        rows.setdefault(layer[id(node)], []).append(node)
+    width = max((len(r) for r in rows.values()), default=1)
+    height = max(rows, default=0) + 1
+    fig, ax = _axes(ax, (max(6.0, 2.6 * width), max(3.0, 1.25 * height + 0.5)))
+    pos: dict[int, tuple[float, float]] = {}
+    for depth, row in rows.items():
+        for i, node in enumerate(row):
+            pos[id(node)] = ((i - (len(row) - 1) / 2) * 2.6, -depth * 1.25)
+    box_w, box_h = 2.3, 0.95 if annotate else 0.6
+
+    # Loop scopes first, so they sit behind the nodes (deeper scopes drawn later).
+    scopes: dict = {}
+    for node in df.nodes:
+        for scope in _scope_chain(node.scope):
+            scopes.setdefault(id(scope), (scope, []))[1].append(pos[id(node)])
+    for scope, pts in sorted(scopes.values(), key=lambda sp: sp[0].depth):
+        pad = 0.15 * (4 - min(scope.depth, 3))
+        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+        x0, x1 = min(xs) - box_w / 2 - pad, max(xs) + box_w / 2 + pad
+        y0, y1 = min(ys) - box_h / 2 - pad, max(ys) + box_h / 2 + pad
+        ax.add_patch(FancyBboxPatch((x0, y0), x1 - x0, y1 - y0,
+                                    boxstyle="round,pad=0.02", linestyle="--",
+                                    facecolor="#7f7f7f", alpha=0.08, edgecolor="#7f7f7f"))
+        ax.text(x0 + 0.05, y1 - 0.05, f"loop {scope.name}: (outer, round)", fontsize=7,
+                va="top", ha="left", color="#555555")
+
+    for producer, consumer, feedback in _edges(df):
+        (x0, y0), (x1, y1) = pos[id(producer)], pos[id(consumer)]
+        if feedback:
+            arrow = FancyArrowPatch((x0 + box_w / 2, y0), (x1 + box_w / 2, y1),
+                                    connectionstyle="arc3,rad=-0.35", arrowstyle="-|>",
+                                    mutation_scale=12, color=FEEDBACK_COLOR, linestyle="--",
+                                    linewidth=1.5)
+            ax.add_patch(arrow)
+            ax.text((x0 + x1) / 2 + box_w / 2 + 0.4, (y0 + y1) / 2, "+1 round",
+                    color=FEEDBACK_COLOR, fontsize=8)
+        else:
+            ax.add_patch(FancyArrowPatch((x0, y0 - box_h / 2), (x1, y1 + box_h / 2),
+                                         arrowstyle="-|>", mutation_scale=10,
+                                         color="#444444", linewidth=0.8))
+    for node in df.nodes:
+        x, y = pos[id(node)]
+        edge = FEEDBACK_COLOR if node.kind == "feedback" else "#333333"
+        ax.add_patch(FancyBboxPatch((x - box_w / 2, y - box_h / 2), box_w, box_h,
+                                    boxstyle="round,pad=0.02",
+                                    facecolor=KIND_COLORS.get(node.kind, "#ffffff"),
+                                    edgecolor=edge, linewidth=1.2))
+        lines = _label_lines(node) if annotate else _label_lines(node)[:2]
+        ax.text(x, y, "\n".join(lines), ha="center", va="center", fontsize=6.5)
+    xs = [p[0] for p in pos.values()] or [0.0]
+    ys = [p[1] for p in pos.values()] or [0.0]
+    ax.set_xlim(min(xs) - box_w, max(xs) + box_w + 1.0)
+    ax.set_ylim(min(ys) - box_h, max(ys) + box_h)
+    ax.set_axis_off()
+    ax.set_title(f"dataflow: {len(df.nodes)} operators", fontsize=10)
+    return fig
+
+
+def _grid_xy(t: Any) -> tuple[int, int]:
+    if type(t) is int:
+        return t, 0
+    if isinstance(t, Product) and type(t.outer) is int and type(t.inner) is int:
+        return t.outer, t.inner
+    raise TypeError(f"draw_updates places ints and Product(int, int) times on a grid, "
+                    f"not {t!r}")
+
+
+def _style_grid(ax: Any, max_a: int, max_b: int, xlabel: str, ylabel: str) -> None:
+    ax.set_xlim(-0.6, max_a + 0.8)
+    ax.set_ylim(-0.6, max_b + 0.8)
+    ax.set_xticks(range(max_a + 1))
+    ax.set_yticks(range(max_b + 1))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_aspect("equal")
+    ax.grid(True, color="#e6e6e6", linewidth=0.6)
+
+
+def draw_frontier(frontier: Antichain, ax: Any, *, max_a: int | None = None,
+                  max_b: int | None = None, color: str = "#1f77b4",
+                  label: str | None = "frontier") -> Any:
+    """Draw `frontier` on a `Product(a, b)` grid as a staircase; shade what is beyond it.
+
+    The shaded region is the set of times in advance of the frontier (some element
+    `<=` them): a union of quadrants whose boundary is a staircase.  Returns `ax`.
+    """
+    pts = sorted((_grid_xy(t) for t in frontier.elements), key=lambda p: (p[0], -p[1]))
+    if not pts:
+        return ax
+    x_hi = (max_a if max_a is not None else max(ax.get_xlim()[1], max(p[0] for p in pts))) + 0.6
+    y_hi = (max_b if max_b is not None else max(ax.get_ylim()[1], max(p[1] for p in pts))) + 0.6
+    # Staircase: down from the top at the first element, then right and down.
+    xs, ys = [pts[0][0], pts[0][0]], [y_hi, pts[0][1]]
+    for a, b in pts[1:]:
+        xs += [a, a]
+        ys += [ys[-1], b]
+    xs.append(x_hi)
+    ys.append(ys[-1])
+    ax.plot(xs, ys, color=color, linewidth=2, label=label, drawstyle="default")
+    ax.fill_between(xs, ys, [y_hi] * len(ys), color=color, alpha=0.10, step=None)
+    ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=70, marker="s",
+               facecolor="none", edgecolor=color, linewidth=1.5, zorder=4)
+    return ax
+
+
+def draw_updates(updates: Iterable[tuple], ax: Any = None, *,
+                 frontier: Antichain | None = None, title: str | None = None,
+                 max_a: int | None = None, max_b: int | None = None,
+                 xlabel: str = "epoch (a)", ylabel: str = "round (b)",
+                 max_labels: int = 4) -> Any:
+    """Draw update triples `(data, time, diff)` on the grid of `Product(a, b)` times.
+
+    Each time that holds updates gets a dot sized by how many, labelled with up to
+    `max_labels` lines `data: +diff` (green for insertions, red for deletions when
+    all agree).  Int times sit on the row `b = 0`.  `frontier` draws its staircase
+    (`draw_frontier`).  Returns the figure.
+    """
+    by_time: dict[tuple[int, int], list] = {}
+    for d, t, r in updates:
+        by_time.setdefault(_grid_xy(t), []).append((d, r))
+    pts = list(by_time)
+    if frontier is not None:
+        pts += [_grid_xy(t) for t in frontier.elements]
+    max_a = max_a if max_a is not None else max((p[0] for p in pts), default=3)
+    max_b = max_b if max_b is not None else max((p[1] for p in pts), default=3)
+    fig, ax = _axes(ax, (1.3 * max_a + 3.0, 1.1 * max_b + 2.5))
+    _style_grid(ax, max_a, max_b, xlabel, ylabel)
+    ax.scatter([a for a in range(max_a + 1) for _ in range(max_b + 1)],
+               [b for _ in range(max_a + 1) for b in range(max_b + 1)],
+               s=8, color="#bbbbbb", zorder=1)
+    if frontier is not None:
+        draw_frontier(frontier, ax, max_a=max_a, max_b=max_b)
+    for (a, b), entries in sorted(by_time.items()):
+        signs = {r > 0 for _, r in entries if isinstance(r, (int, float))}
+        color = "#2ca02c" if signs == {True} else "#d62728" if signs == {False} else "#9467bd"
+        ax.scatter([a], [b], s=40 + 25 * len(entries), color=color, zorder=3)
+        text = [f"{d!r}: {r:+}" if isinstance(r, int) else f"{d!r}: {r!r}"
+                for d, r in entries[:max_labels]]
+        if len(entries) > max_labels:
+            text.append(f"... {len(entries) - max_labels} more")
+        ax.annotate("\n".join(text), (a, b), xytext=(6, 4), textcoords="offset points",
+                    fontsize=7, va="bottom", ha="left", zorder=5,
+                    bbox=dict(boxstyle="round,pad=0.2", facecolor="white", alpha=0.8,
+                              edgecolor="none"))
+    if title:
+        ax.set_title(title, fontsize=10)
+    return fig
+
+
+def _hasse_xy(a: int, b: int) -> tuple[float, float]:
+    # Rank (a + b) goes up; the two components lean left and right.
+    return (b - a) * 1.0, (a + b) * 1.0
+
+
+def draw_hasse(max_a: int, max_b: int, highlight: Sequence[Product] = (Product(1, 2),
+                                                                      Product(2, 1)),
+               ax: Any = None) -> Any:
+    """Draw the Hasse diagram of `Product(0..max_a, 0..max_b)`; returns the figure.
+
+    An edge joins each time to the times that cover it (`(a, b)` to `(a+1, b)` and
+    `(a, b+1)`), rank `a + b` upwards.  The `highlight`ed times are orange, their
+    join (least upper bound) green with its up-set shaded, their meet (greatest
+    lower bound) blue with its down-set shaded.
+    """
+    fig, ax = _axes(ax, (1.0 * (max_a + max_b) + 3.0, 0.8 * (max_a + max_b) + 2.5))
+    hi = list(highlight)
+    j = m = None
+    if hi:
+        j, m = hi[0], hi[0]
+        for t in hi[1:]:
+            j, m = join(j, t), meet(m, t)
+    for a in range(max_a + 1):
+        for b in range(max_b + 1):
+            x, y = _hasse_xy(a, b)
+            for a2, b2 in ((a + 1, b), (a, b + 1)):
+                if a2 <= max_a and b2 <= max_b:
+                    x2, y2 = _hasse_xy(a2, b2)
+                    on_path = (j is not None and m is not None
+                               and less_equal(m, Product(a, b)) and less_equal(Product(a2, b2), j)
+                               and any(less_equal(Product(a, b), t) or less_equal(t, Product(a, b))
+                                       for t in hi))
+                    ax.plot([x, x2], [y, y2], color="#555555" if on_path else "#cccccc",
+                            linewidth=1.8 if on_path else 0.9, zorder=1)
+    for a in range(max_a + 1):
+        for b in range(max_b + 1):
+            t = Product(a, b)
+            x, y = _hasse_xy(a, b)
+            face, size = "white", 380
+            if j is not None and less_equal(j, t):
+                face = "#dff5dc"
+            if m is not None and less_equal(t, m):
+                face = "#dce9f7"
+            edge = "#333333"
+            if t in hi:
+                face, edge = "#ff7f0e", "#b35900"
+            if t == j:
+                face, edge = "#2ca02c", "#1a661a"
+            if t == m:
+                face, edge = "#1f77b4", "#12466b"
+            ax.scatter([x], [y], s=size, facecolor=face, edgecolor=edge, zorder=2)
+            ax.text(x, y, f"{a},{b}", ha="center", va="center", fontsize=7, zorder=3)
+    if hi:
+        from matplotlib.lines import Line2D
+        handles = [Line2D([], [], marker="o", linestyle="", markersize=9, color=c, label=l)
+                   for c, l in (("#ff7f0e", "times " + ", ".join(_fmt_time(t) for t in hi)),
+                                ("#2ca02c", f"join {_fmt_time(j)} (and its up-set)"),
+                                ("#1f77b4", f"meet {_fmt_time(m)} (and its down-set)"))]
+        ax.legend(handles=handles, loc="upper left", fontsize=8, frameon=False)
+    ax.set_title(f"Hasse diagram of Product(0..{max_a}, 0..{max_b})", fontsize=10)
+    ax.set_axis_off()
+    ax.set_aspect("equal")
+    return fig
+
+
+def draw_advance_by(t: Product, frontier: Antichain, ax: Any = None, *,
+                    max_a: int | None = None, max_b: int | None = None) -> Any:
+    """Draw `advance_by(t, frontier)` on the grid; returns the figure.
+
+    Every grid time `s` is a small dot: filled grey where `t <= s` and
+    `advance_by(t, F) <= s` agree, red where they disagree.  The disagreements all
+    lie outside the shaded region in advance of `F`: that is advance_by's promise.
+    """
+    adv = advance_by(t, frontier)
+    pts = [_grid_xy(t), _grid_xy(adv)] + [_grid_xy(f) for f in frontier.elements]
+    max_a = max_a if max_a is not None else max(p[0] for p in pts) + 2
+    max_b = max_b if max_b is not None else max(p[1] for p in pts) + 2
+    fig, ax = _axes(ax, (0.55 * max_a + 6.0, 0.55 * max_b + 1.5))
+    _style_grid(ax, max_a, max_b, "a", "b")
+    draw_frontier(frontier, ax, max_a=max_a, max_b=max_b, label=f"F = {_fmt_frontier(frontier)}")
+    same, differ = [], []
+    for a in range(max_a + 1):
+        for b in range(max_b + 1):
+            s = Product(a, b)
+            (same if less_equal(t, s) == less_equal(adv, s) else differ).append((a, b))
+    ax.scatter(*zip(*same), s=10, color="#999999", zorder=2, label="t and advanced compare the same")
+    if differ:
+        ax.scatter(*zip(*differ), s=14, color="#d62728", zorder=2,
+                   label="they differ (only outside F's region)")
+    ta, tb = _grid_xy(t)
+    aa, ab = _grid_xy(adv)
+    ax.scatter([ta], [tb], s=120, color="#ff7f0e", zorder=4, label=f"t = {_fmt_time(t)}")
+    ax.scatter([aa], [ab], s=120, color="#2ca02c", zorder=4,
+               label=f"advance_by(t, F) = {_fmt_time(adv)}")
+    if (ta, tb) != (aa, ab):
+        ax.annotate("", (aa, ab), (ta, tb),
+                    arrowprops=dict(arrowstyle="-|>", color="#2ca02c", linewidth=1.5), zorder=4)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+    ax.set_title("advance_by: the greatest time indistinguishable beyond F", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def draw_rounds(df: Dataflow, ax: Any = None, *, loop: str | None = None,
+                log_scale: bool = True) -> Any:
+    """Heatmap of a loop's changes per `(outer time, round)`; returns the figure.
+
+    Reads `df.loop_rows()`; `loop` picks one loop by name (default: the first).
+    Outer times are placed in `sort_key` order.  Empty cells did no work: the
+    picture of differential dataflow's incrementality.
+    """
+    import numpy as np
+    from matplotlib.colors import LogNorm
+
+    rows = df.loop_rows()
+    names = list(dict.fromkeys(r["loop"] for r in rows))
+    if loop is None and names:
+        loop = names[0]
+    rows = [r for r in rows if r["loop"] == loop]
+    outers = sorted({r["outer"] for r in rows}, key=sort_key)
+    rounds = max((r["round"] for r in rows), default=0)
+    grid = np.zeros((rounds + 1, max(1, len(outers))))
+    index = {o: i for i, o in enumerate(outers)}
+    for r in rows:
+        grid[r["round"], index[r["outer"]]] += r["changes"]
+    fig, ax = _axes(ax, (max(5.0, 0.45 * len(outers) + 3.0), max(3.5, 0.25 * rounds + 2.5)))
+    masked = np.ma.masked_where(grid == 0, grid)
+    # A log scale only helps when the counts span decades (a load, then small epochs).
+    norm = (LogNorm(vmin=1, vmax=float(grid.max()))
+            if log_scale and grid.max() >= 10 else None)
+    im = ax.imshow(masked, aspect="auto", origin="lower", cmap="viridis", norm=norm,
+                   interpolation="nearest")
+    fig.colorbar(im, ax=ax, label="changes fed back")
+    ax.set_xticks(range(len(outers)))
+    ax.set_xticklabels([_fmt_time(o) for o in outers], rotation=90 if len(outers) > 12 else 0,
+                       fontsize=8)
+    ax.set_xlabel("outer time (epoch)")
+    ax.set_ylabel("round")
+    from matplotlib.ticker import MaxNLocator
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(f"loop {loop}: changes per (epoch, round)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+__all__ = ["to_dot", "draw_dataflow", "draw_updates", "draw_frontier", "draw_hasse",
+           "draw_advance_by", "draw_rounds", "node_frontier", "node_trace_records"]

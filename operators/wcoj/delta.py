@@ -1,0 +1,588 @@
+"""Delta queries with half joins: count, propose, validate (seed 004, dogsdogsdogs).
+
+What this isolates: the operators of a worst-case optimal *delta query* and the
+plan of one update rule.  A query `Q = R_0 x R_1 x ... x R_{n-1}` (atoms joined on
+shared variables) is maintained by one update rule per atom `i`,
+
+    dQ/dR_i = dR_i x R_0 ... R_{i-1} (read up to and including t: "neu")
+                   x R_{i+1} ... R_{n-1} (read strictly before t: "alt"),
+
+each extending the changes `dR_i` variable by variable with the *other* atoms'
+indices: every atom the next variable completes `count`s the prefix's extensions,
+the one with the fewest `propose`s them, the others `validate` them.  Rules only
+respond to their own `dR_i`; the indices are arrangements of the input relations
+(a count index `key -> ()`, a propose index `key -> extension`, a validate index
+`tuple -> ()`), each arranged once and shared by every rule, so the state is
+linear in the inputs: no intermediate result is ever arranged.
+
+The mechanism is the *half join*: for a prefix update `(p, t, r)` and the index
+entries `(v, s, r2)` of `p`'s key, output `(f(p, v), t, r * r2)` for the entries
+with `s` before `t` in the rule's sense, at the prefix's own time `t`.  "Before"
+is seed 004's `AltNeu`: entries are presented at `AltNeu(s, True)` and rule `i`
+reads atom `j` at `AltNeu(t, j < i)`.  Here the comparison is made in the *total
+order* `sort_key` of `AltNeu` (a linear extension, `(sort_key(s), True) <=
+(sort_key(t), neu)`), as differential dataflow's `half_join` does: then every
+combination of one update per atom (times `s_0 .. s_{n-1}`) is produced by exactly
+one rule, the one whose `(sort_key(s_i), i)` is largest.
+
+* Totally ordered (int) times: the linear extension is the order itself, the
+  combination's time is `s_i = t`, so outputs are at the prefix's own time, and
+  the rule reads `s <= t` (earlier atoms) or `s < t` (later atoms).
+* Partially ordered times (`Product`): a combination's correct time is the lattice
+  join of its times, which need not be any `s_i`.  The stream then keeps `t` (the
+  time of the change `dR_i`, "initial time") as its timestamp, so capabilities
+  and waiting are unchanged, and carries the join of the times met so far in the
+  data: `(vals, lub)`.  `Stamp` starts it, `Delay` moves each result to its `lub`.
+  (Comparing with the partial order instead would miss combinations whose times
+  have no maximum, e.g. changes at `(1, 0)`, `(0, 1)` and `(0, 0)` that make a
+  triangle at `(1, 1)`.)
+
+Waiting: a half join reads entries up to `t`, so it holds a prefix at `t` (a
+capability) until no element `f` of the index's input frontier could still bring
+an entry that counts, `(sort_key(f), True) > (sort_key(t), neu)`; then it
+processes it.  Compaction: with int times a reader may let the index compact to
+`{low - 1}` (`low` the least time it may still process): every entry then compares
+with every future `t >= low` as before, under `<=` and under `<`.  Under partial
+orders `advance_by` can change the total-order comparison, so those readers never
+release history (the index keeps every time; it is still consolidated per time).
+
+Record formats along a rule (`P` is the payload: `vals` for ints, `(vals, lub)`
+otherwise; `vals` the bound values in the rule's variable order):
+
+* prefix: `P`
+* counted: `(P, count, j)`: atom `j` proposes the fewest extensions so far
+* proposed: `(P', j)`: extended by atom `j`, to be validated by the others
+
+>>> from lattice import Antichain
+>>> from operators.arrange import Arrange
+>>> idx = Arrange(name="g by src")                     # propose index: src -> dst
+>>> idx.on_input(0, [((1, 2), 0, 1), ((1, 3), 0, 1), ((1, 4), 1, 1)])
+>>> idx.on_frontier([Antichain([1])]); _ = idx.take_output()
+>>> prop = Propose(idx, neu=False, total=True, key=lambda vals: vals[0], name="propose")
+>>> prop.on_input(0, [((1,), 1, 1)])                   # prefix (x=1) changes at t=1
+>>> prop.on_frontier([Antichain([2]), Antichain([1])])  # entries before t=1 complete
+>>> sorted(prop.take_output())                         # (1, 4) at 1 is not before 1
+[((1, 2), 1, 1), ((1, 3), 1, 1)]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence
+
+import attrs
+
+from lattice import Antichain, join, sort_key
+from operators.arrange import Arrange
+from operators.base import Operator, Update
+from ddflow.updates import consolidate_unsorted
+
+KeyFn = Callable[[tuple], Any]
+
+
+# -- key getters ----------------------------------------------------------------
+
+def key_getter(positions: Sequence[int]) -> KeyFn:
+    """`vals -> key`: the value itself for one position, a tuple for several, `()`
+    for none.  Index and prefix sides use the same shape, so keys match.
+
+    >>> key_getter([1])((7, 8, 9)), key_getter([2, 0])((7, 8, 9)), key_getter([])((7,))
+    (8, (9, 7), ())
+    """
+    positions = tuple(positions)
+    if not positions:
+        return lambda vals: ()
+    if len(positions) == 1:
+        p = positions[0]
+        return lambda vals: vals[p]
+    if positions == tuple(range(len(positions))):
+        n = len(positions)
+        return lambda vals: vals[:n]
+    import operator
+    return operator.itemgetter(*positions)
+
+
+def tuple_getter(positions: Sequence[int]) -> KeyFn:
+    """`vals -> tuple of vals at positions` (always a tuple, also for one position).
+
+    >>> tuple_getter([1])((7, 8, 9)), tuple_getter([2, 0])((7, 8, 9))
+    ((8,), (9, 7))
+    """
+    positions = tuple(positions)
+    if len(positions) == 1:
+        p = positions[0]
+        return lambda vals: (vals[p],)
+    if positions == tuple(range(len(positions))):
+        n = len(positions)
+        return lambda vals: vals[:n]
+    return key_getter(positions)
+
+
+# -- the plan of one update rule --------------------------------------------------
+
+@attrs.frozen
+class Participant:
+    """An atom taking part in one step of a rule.
+
+    `key_src`/`ext_src`: positions, in the atom's (source) tuples, of the variables
+    already bound (the index key) and of the step's new variables (the extension).
+    `key_pre`: prefix positions of the key variables (same order as `key_src`);
+    `full_pre`: prefix positions of every source position, after the step (the key
+    of the validate index).  `neu`: the atom precedes the rule's own atom, so its
+    entries at the prefix's time count (`<=`); otherwise only earlier ones (`<`).
+    """
+
+    atom: int
+    source: int
+    key_src: tuple
+    ext_src: tuple
+    key_pre: tuple
+    full_pre: tuple
+    neu: bool
+
+
+@attrs.frozen
+class Step:
+    """Bind `new_vars` (none: a pure filter by atoms already fully bound)."""
+
+    new_vars: tuple
+    participants: tuple
+
+
+@attrs.frozen
+class RulePlan:
+    """The update rule of atom `trigger`: its changes are the first prefixes (their
+    variables first in `layout`), extended by `steps` until `layout` is complete."""
+
+    trigger: int
+    layout: tuple
+    steps: tuple
+
+
+def delta_plan(atoms: Sequence[Sequence[str]], sources: Sequence[int],
+               trigger: int) -> RulePlan:
+    """The rule for atom `trigger` of a query whose atoms bind `atoms[j]` (distinct
+    variables, in the order of the atom's source tuples) from source `sources[j]`.
+
+    An atom takes part in a step only when the step *completes* it (binds its last
+    unbound variables), so its index entries carry true multiplicities and it
+    never needs a derived (projected, distinct) index: that keeps every rule exact
+    under any multiplicities and times, and the state linear in the inputs.  The
+    next variable is the one completing the most atoms (most intersections); if
+    none completes any atom, the step binds all unbound variables of the atom with
+    fewest of them.
+
+    >>> tri = [("x", "y"), ("y", "z"), ("x", "z")]
+    >>> plan = delta_plan(tri, [0, 0, 0], trigger=1)
+    >>> plan.layout, [(s.new_vars, [(p.atom, p.key_src, p.ext_src, p.neu)
+    ...                              for p in s.participants]) for s in plan.steps]
+    (('y', 'z', 'x'), [(('x',), [(0, (1,), (0,), True), (2, (1,), (0,), False)])])
+    """
+    n = len(atoms)
+    bound: list = list(atoms[trigger])
+    pos = {v: k for k, v in enumerate(bound)}
+    first_seen: dict = {}
+    for a in atoms:
+        for v in a:
+            first_seen.setdefault(v, len(first_seen))
+    todo = [j for j in range(n) if j != trigger]
+    steps = []
+
+    def part(j: int, new: tuple) -> Participant:
+        a = atoms[j]
+        key_src = tuple(k for k, v in enumerate(a) if v in pos and v not in new)
+        ext_src = tuple(a.index(v) for v in new)
+        return Participant(j, sources[j], key_src, ext_src,
+                           tuple(pos[a[k]] for k in key_src),
+                           tuple(pos[v] for v in a), j < trigger)
+
+    while todo:
+        full = [j for j in todo if all(v in pos for v in atoms[j])]
+        if full:
+            steps.append(Step((), tuple(part(j, ()) for j in full)))
+            todo = [j for j in todo if j not in full]
+            continue
+        unbound = {j: [v for v in atoms[j] if v not in pos] for j in todo}
+        completes: dict = {}
+        for j in todo:
+            if len(unbound[j]) == 1:
+                completes.setdefault(unbound[j][0], []).append(j)
+        if completes:
+            def rank(v: str) -> tuple:
+                occurs = sum(v in atoms[j] for j in todo)
+                return (len(completes[v]), occurs, -first_seen[v])
+            v = max(completes, key=rank)
+            new, members = (v,), completes[v]
+        else:
+            j = min(todo, key=lambda j: (len(unbound[j]), -(len(atoms[j]) - len(unbound[j])), j))
+            new = tuple(unbound[j])
+            members = [k for k in todo if set(unbound[k]) == set(new)]
+        for v in new:
+            pos[v] = len(bound)
+            bound.append(v)
+        steps.append(Step(new, tuple(part(j, new) for j in members)))
+        todo = [j for j in todo if j not in members]
+    return RulePlan(trigger, tuple(bound), tuple(steps))
+
+
+# -- operators --------------------------------------------------------------------
+
+class HalfJoin(Operator):
+    """Read an index for each prefix at its own time, once the index is complete there.
+
+    Input 0 is the stream of prefixes; input 1 is an `Arrange` whose trace is read
+    (its output batches are ignored: only its frontier matters).  Subclasses say
+    what a prefix and its index entries become (`_total` for int times, `_partial`
+    otherwise).  Counters beyond the base: `counted`, `proposed`, `validated`
+    (records produced by each kind), and `work` counts index entries read.
+    """
+
+    n_inputs = 2
+    _state = ("_buffer", "counted", "proposed", "validated", "_low")
+
+    def __init__(self, index: Arrange, neu: bool, total: bool, name: str) -> None:
+        super().__init__(name)
+        self.index = index
+        self.neu = neu
+        self.total = total
+        self._rid = index.register_reader()
+        self._buffer: dict[Any, list[Update]] = {}   # stream time -> waiting prefixes
+        self._caps: list | None = []
+        self._low: Any = None
+        self.counted = self.proposed = self.validated = 0
+
+    def on_input(self, port: int, updates: list[Update]) -> None:
+        if port:
+            return   # the index's batches: it is read through its trace
+        self.records_in += len(updates)
+        buf = self._buffer
+        for u in updates:
+            t = u[1]
+            waiting = buf.get(t)
+            if waiting is None:
+                buf[t] = [u]
+            else:
+                waiting.append(u)
+        self._caps = None
+
+    def capabilities(self) -> Iterable[Any]:
+        if self._caps is None:
+            self._caps = list(Antichain(self._buffer))
+        return self._caps
+
+    def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
+        buf = self._buffer
+        if buf:
+            index_frontier = frontiers[1]
+            out: list[Update] = []
+            if self.total:
+                # The index may still bring times >= f; entries count up to t (neu)
+                # or below t (alt): t is safe once f > t, or f >= t.
+                f = index_frontier.elements[0] if index_frontier.elements else None
+                neu = self.neu
+                ready = [t for t in buf if f is None or (t < f if neu else t <= f)]
+                for t in ready:
+                    self._total(buf.pop(t), t, t if neu else t - 1, out)
+            else:
+                keys = [(sort_key(f), True) for f in index_frontier.elements]
+                memo: dict = {}
+                ready = []
+                for t in list(buf):
+                    kt = (sort_key(t), self.neu)
+                    if all(k > kt for k in keys):
+                        ready.append(t)
+                        self._partial(buf.pop(t), t, kt, memo, out)
+            if ready:
+                self._caps = None
+            if out:
+                self.emit(out)
+        if self.total:
+            self._release(frontiers[0])
+
+    def _release(self, frontier: Antichain) -> None:
+        """Let the index compact to `{low - 1}`, `low` the least time still to come."""
+        low = frontier.elements[0] if frontier.elements else None
+        for t in self._buffer:
+            if low is None or t < low:
+                low = t
+        if low is None or low == self._low or low < 1:
+            return
+        self._low = low
+        self.index.advance_reader(self._rid, Antichain((low - 1,)))
+
+    def _total(self, recs: list[Update], t: int, bound: int, out: list) -> None:
+        raise NotImplementedError
+
+    def _partial(self, recs: list[Update], t: Any, kt: tuple, memo: dict, out: list) -> None:
+        raise NotImplementedError
+
+
+def _before(memo: dict, kt: tuple) -> Callable[[Any], bool]:
+    """`s -> (sort_key(s), True) <= kt`, with sort keys memoised per call."""
+    def counts(s: Any) -> bool:
+        k = memo.get(s)
+        if k is None:
+            k = memo[s] = (sort_key(s), True)
+        return k <= kt
+    return counts
+
+
+class Count(HalfJoin):
+    """`count`: tag each prefix with the number of extensions atom `atom` proposes,
+    keeping the least count seen so far (and its atom) along the chain.
+
+    The count index holds `key -> ()` with diffs summing to the number of the
+    atom's tuples with that key.  The count only chooses the proposer: any choice
+    gives the same result, so it need not be exact (under partial orders it is a
+    sum over a total-order prefix, not an accumulation).
+
+    >>> from lattice import Antichain
+    >>> from operators.arrange import Arrange
+    >>> idx = Arrange(by_self=True, name="count by src")
+    >>> idx.on_input(0, [(1, 0, 1), (1, 0, 1), (2, 0, 1)])   # node 1 has 2 out-edges
+    >>> idx.on_frontier([Antichain([1])]); _ = idx.take_output()
+    >>> c = Count(idx, neu=True, total=True, key=lambda vals: vals[0], atom=2, first=False,
+    ...           name="count")
+    >>> c.on_input(0, [(((1, 5), 7, 0), 3, 1), (((2, 5), 7, 0), 3, 1)])
+    >>> c.on_frontier([Antichain([4]), Antichain([4])])
+    >>> sorted(c.take_output())
+    [(((1, 5), 2, 2), 3, 1), (((2, 5), 1, 2), 3, 1)]
+    """
+
+    def __init__(self, index: Arrange, neu: bool, total: bool, key: KeyFn, atom: int,
+                 first: bool, name: str = "count") -> None:
+        super().__init__(index, neu, total, name)
+        self.key, self.atom, self.first = key, atom, first
+
+    def _total(self, recs: list[Update], t: int, bound: int, out: list) -> None:
+        get, key, j, first, ap = self.index.trace.get, self.key, self.atom, self.first, out.append
+        work = 0
+        for rec, _t, r in recs:
+            entries = get(key(rec if first else rec[0]))
+            work += len(entries)
+            c = 0
+            for _v, s, r2 in entries:
+                if s <= bound:
+                    c += r2
+            if first:
+                ap(((rec, c, j), t, r))
+            elif c < rec[1]:
+                ap(((rec[0], c, j), t, r))
+            else:
+                ap((rec, t, r))
+        self.work += work
+        self.counted += len(recs)
+
+    def _partial(self, recs: list[Update], t: Any, kt: tuple, memo: dict, out: list) -> None:
+        get, key, j, first, ap = self.index.trace.get, self.key, self.atom, self.first, out.append
+        before = _before(memo, kt)
+        work = 0
+        for rec, _t, r in recs:
+            p = rec if first else rec[0]
+            entries = get(key(p[0]))
+            work += len(entries)
+            c = 0
+            for _v, s, r2 in entries:
+                if before(s):
+                    c += r2
+            if first:
+                ap(((rec, c, j), t, r))
+            elif c < rec[1]:
+                ap(((p, c, j), t, r))
+            else:
+                ap((rec, t, r))
+        self.work += work
+        self.counted += len(recs)
+
+
+class Propose(HalfJoin):
+    """`propose`: extend each prefix by the values its key maps to in the index.
+
+    With `atom=None` the input is plain prefixes (a step with one participant, no
+    count and no validation) and so is the output.  Otherwise the input is counted
+    records: those atom `atom` won are extended and tagged `(P', atom)` for the
+    validators; the others (and records already proposed) pass through.
+    `multi`: the extension binds several variables (the index value is a tuple).
+    """
+
+    def __init__(self, index: Arrange, neu: bool, total: bool, key: KeyFn,
+                 atom: int | None = None, multi: bool = False, name: str = "propose") -> None:
+        super().__init__(index, neu, total, name)
+        self.key, self.atom, self.multi = key, atom, multi
+
+    def _total(self, recs: list[Update], t: int, bound: int, out: list) -> None:
+        get, key, j, multi = self.index.trace.get, self.key, self.atom, self.multi
+        made: list = []
+        ap = made.append
+        work = 0
+        for rec, _t, r in recs:
+            if j is not None:
+                if len(rec) == 2 or rec[2] != j:
+                    out.append((rec, t, r))
+                    continue
+                vals = rec[0]
+            else:
+                vals = rec
+            entries = get(key(vals))
+            work += len(entries)
+            for v, s, r2 in entries:
+                if s <= bound:
+                    nv = vals + v if multi else vals + (v,)
+                    ap(((nv if j is None else (nv, j)), t, r * r2))
+        self.work += work
+        if made:
+            made = consolidate_unsorted(made)
+            self.proposed += len(made)
+            out.extend(made)
+
+    def _partial(self, recs: list[Update], t: Any, kt: tuple, memo: dict, out: list) -> None:
+        get, key, j, multi = self.index.trace.get, self.key, self.atom, self.multi
+        before = _before(memo, kt)
+        made: list = []
+        ap = made.append
+        work = 0
+        for rec, _t, r in recs:
+            if j is not None:
+                if len(rec) == 2 or rec[2] != j:
+                    out.append((rec, t, r))
+                    continue
+                vals, lub = rec[0]
+            else:
+                vals, lub = rec
+            entries = get(key(vals))
+            work += len(entries)
+            for v, s, r2 in entries:
+                if before(s):
+                    nv = (vals + v if multi else vals + (v,), lub if s == lub else join(lub, s))
+                    ap(((nv if j is None else (nv, j)), t, r * r2))
+        self.work += work
+        if made:
+            made = consolidate_unsorted(made)
+            self.proposed += len(made)
+            out.extend(made)
+
+
+class Validate(HalfJoin):
+    """`validate`: keep each proposed prefix whose tuple for atom `atom` is in the
+    validate index (the atom's tuples arranged by themselves), multiplying by its
+    multiplicity: a half semijoin.
+
+    Proposed records `(P', j)` with `j == atom` (the atom proposed them) pass
+    through; `last` strips the tag (the last validator of a step).  With
+    `atom=None` the input and output are plain prefixes (a filter step: an atom
+    whose variables are all bound already).
+
+    >>> from lattice import Antichain
+    >>> from operators.arrange import Arrange
+    >>> g = Arrange(by_self=True, name="g")
+    >>> g.on_input(0, [((2, 3), 0, 1), ((2, 4), 2, 1)])
+    >>> g.on_frontier([Antichain([3])]); _ = g.take_output()
+    >>> v = Validate(g, neu=True, total=True, key=lambda vals: (vals[1], vals[2]), atom=1,
+    ...              last=True, name="validate")
+    >>> v.on_input(0, [(((1, 2, 3), 0), 1, 1), (((1, 2, 4), 0), 1, 1), (((1, 2, 5), 1), 1, 1)])
+    >>> v.on_frontier([Antichain([2]), Antichain([3])])
+    >>> sorted(v.take_output())      # (2, 4) only arrives at 2; (1, 2, 5) was proposed by 1
+    [((1, 2, 3), 1, 1), ((1, 2, 5), 1, 1)]
+    """
+
+    def __init__(self, index: Arrange, neu: bool, total: bool, key: KeyFn,
+                 atom: int | None = None, last: bool = True, name: str = "validate") -> None:
+        super().__init__(index, neu, total, name)
+        self.key, self.atom, self.last = key, atom, last
+
+    def _total(self, recs: list[Update], t: int, bound: int, out: list) -> None:
+        get, key, j, last, ap = self.index.trace.get, self.key, self.atom, self.last, out.append
+        work = kept = 0
+        for rec, _t, r in recs:
+            if j is None:
+                vals = rec
+            else:
+                vals, by = rec
+                if by == j:
+                    ap(((vals if last else rec), t, r))
+                    continue
+            entries = get(key(vals))
+            if not entries:
+                continue
+            work += len(entries)
+            w = 0
+            for _v, s, r2 in entries:
+                if s <= bound:
+                    w += r2
+            if w:
+                kept += 1
+                ap(((vals if last or j is None else rec), t, r * w))
+        self.work += work
+        self.validated += kept
+
+    def _partial(self, recs: list[Update], t: Any, kt: tuple, memo: dict, out: list) -> None:
+        get, key, j, last, ap = self.index.trace.get, self.key, self.atom, self.last, out.append
+        before = _before(memo, kt)
+        work = kept = 0
+        for rec, _t, r in recs:
+            if j is None:
+                p = rec
+            else:
+                p, by = rec
+                if by == j:
+                    ap(((p if last else rec), t, r))
+                    continue
+            vals, lub = p
+            entries = get(key(vals))
+            if not entries:
+                continue
+            work += len(entries)
+            acc: dict = {}
+            for _v, s, r2 in entries:
+                if before(s):
+                    l2 = lub if s == lub else join(lub, s)
+                    acc[l2] = acc.get(l2, 0) + r2
+            for l2, w in acc.items():
+                if w:
+                    kept += 1
+                    p2 = (vals, l2)
+                    ap(((p2 if last or j is None else (p2, by)), t, r * w))
+        self.work += work
+        self.validated += kept
+
+
+class Stamp(Operator):
+    """Partially ordered times: `(vals, t, r) -> ((vals, t), t, r)`, the join of the
+    times met so far starts as the change's own time.
+
+    >>> from lattice import Product
+    >>> s = Stamp(); s.on_input(0, [((1, 2), Product(0, 1), 1)]); s.take_output()
+    [(((1, 2), Product(0, 1)), Product(0, 1), 1)]
+    """
+
+    def __init__(self, name: str = "stamp") -> None:
+        super().__init__(name)
+
+    def on_input(self, port: int, updates: list[Update]) -> None:
+        self.records_in += len(updates)
+        self.emit([((d, t), t, r) for d, t, r in updates])
+
+
+class Delay(Operator):
+    """Partially ordered times: `((vals, lub), t, r) -> (head(vals), lub, r)`.
+
+    Every `lub` is `>= t` (it is a join with `t`), so holding no capability is
+    sound: progress tracking already accounts for outputs at or after the input.
+
+    >>> from lattice import Product
+    >>> d = Delay(lambda vals: vals[::-1])
+    >>> d.on_input(0, [(((1, 2), Product(1, 1)), Product(1, 0), 1)]); d.take_output()
+    [((2, 1), Product(1, 1), 1)]
+    """
+
+    def __init__(self, head: KeyFn, name: str = "delay") -> None:
+        super().__init__(name)
+        self.head = head
+
+    def on_input(self, port: int, updates: list[Update]) -> None:
+        self.records_in += len(updates)
+        head = self.head
+        self.emit([(head(vals), lub, r) for (vals, lub), _t, r in updates])
+
+
+__all__ = ["HalfJoin", "Count", "Propose", "Validate", "Stamp", "Delay", "Participant",
+           "Step", "RulePlan", "delta_plan", "key_getter", "tuple_getter"]
