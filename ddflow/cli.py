@@ -89,6 +89,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     if args.command == "demo":
+        try:
+            import rich  # noqa: F401 - the demo's progress bar and table
+        except ImportError:
+            print("ddflow demo needs rich: pip install -e '.[test]' (or pip install rich)",
+                  file=sys.stderr)
+            return 2
         from ddflow.demo import run_demo
         return run_demo(nodes=args.nodes, edges=args.edges, epochs=args.epochs,
                         workers=args.workers, seed=args.seed,
@@ -144,7 +150,10 @@ def _engine(name: str) -> Any:
     if name == "local":
         return None
     try:
-        from ddflow.engine.spark import SparkEngine
+        try:
+            SparkEngine = ddflow.SparkEngine       # the front door, once it exports it
+        except AttributeError:
+            from ddflow.engine.spark import SparkEngine
     except ImportError as exc:
         raise ddflow.EngineUnavailableError(
             f"--engine spark: the Spark engine is not available here ({exc}); "

@@ -114,7 +114,11 @@ def run_demo(nodes: int = 2000, edges: int = 6000, epochs: int = 40, workers: in
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
     from rich.table import Table
 
-    console = console or Console()
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            # Piped or captured: rich would assume 80 columns and wrap the table.
+            console = Console(width=120)
     say = lambda text: console.print(text, soft_wrap=True)  # noqa: E731 - lines, not paragraphs
     rng = random.Random(seed)
     graph: set = set()
@@ -210,7 +214,7 @@ def run_demo(nodes: int = 2000, edges: int = 6000, epochs: int = 40, workers: in
                          ("ms", "right"), ("check", "center")):
         if col == "triangles" and tri is None:
             continue
-        table.add_column(col, justify=justify)
+        table.add_column(col, justify=justify, no_wrap=True)
     shown = rows if len(rows) <= 16 else rows[:8] + [None] + rows[-7:]
     for row in shown:
         if row is None:

@@ -56,7 +56,7 @@ import attrs
 from ddflow.dataflow import Node
 from ddflow.errors import DataflowError
 from lattice import minimum
-from operators.wcoj.delta import (Count, Delay, Propose, Stamp, Validate, delta_plan,
+from operators.wcoj.delta import (Count, Delay, Index, Propose, Stamp, Validate, delta_plan,
                                   key_getter, tuple_getter)
 from operators.wcoj.generic_join import GenericJoin
 
@@ -427,86 +427,96 @@ def _delta(sources: list, atoms: list, atom_sources: list, head: tuple, name: st
            total: bool) -> Any:
     """One rule per atom: its changes, extended step by step by half joins."""
     from ddflow.collection import Collection
-    counts: dict = {}
-    proposes: dict = {}
+    indexes: dict = {}
 
-    def count_index(p):
-        k = (p.source, p.key_src)
-        if k not in counts:
+    def index(p, kind: str) -> Node:
+        # Count index: key -> (); propose index: key -> extension.  Arranged once per
+        # (relation, key positions[, extension positions]), shared by every rule.
+        k = (p.source, kind, p.key_src, p.ext_src if kind == "propose" else None)
+        if k not in indexes:
             kg = key_getter(p.key_src)
-            counts[k] = sources[p.source].map(kg, name=f"{name}.count_key").arrange_by_self(
-                name=f"{name}.count[{p.source}:{_pos(p.key_src)}]")
-        return counts[k]
+            src = sources[p.source]
+            if kind == "count":
+                label = f"{name}.count[{p.source}:{_pos(p.key_src)}]"
+                proj, by_self = kg, True
+            else:
+                xg = key_getter(p.ext_src)
+                label = f"{name}.propose[{p.source}:{_pos(p.key_src)}->{_pos(p.ext_src)}]"
+                proj, by_self = (lambda t, kg=kg, xg=xg: (kg(t), xg(t))), False
+            indexes[k] = Node(src.dataflow, src.scope, label, "arrange", [src.node],
+                              lambda w, ops, proj=proj, by_self=by_self, label=label:
+                              Index(proj, by_self, label),
+                              exchange=_safe(kg))
+        return indexes[k]
 
-    def propose_index(p):
-        k = (p.source, p.key_src, p.ext_src)
-        if k not in proposes:
-            kg = key_getter(p.key_src)
-            xg = key_getter(p.ext_src)
-            proposes[k] = sources[p.source].map(lambda t: (kg(t), xg(t)),
-                                                name=f"{name}.propose_key").arrange_by_key(
-                name=f"{name}.propose[{p.source}:{_pos(p.key_src)}->{_pos(p.ext_src)}]")
-        return proposes[k]
-
-    def validate_index(p):
-        return sources[p.source].arrange_by_self(name=f"{name}.validate[{p.source}]")
-
-    def half(stream, arranged, label, make, key_of):
-        node = Node(stream.dataflow, stream.scope, label, "wcoj", [stream.node, arranged.node],
-                    lambda w, ops: make(ops(arranged.node)), exchange=_safe(key_of))
-        return Collection(node)
+    def validate_index(p) -> Node:
+        # The relation's tuples by themselves: the same arrangement `arrange_by_self`
+        # gives anyone else.
+        return sources[p.source].arrange_by_self(name=f"{name}.validate[{p.source}]").node
 
     outs = []
     for i in range(len(atoms)):
         plan = delta_plan(atoms, atom_sources, i)
-        stream = sources[atom_sources[i]]
-        if not total:
-            stream = Collection(Node(stream.dataflow, stream.scope, f"{name}.r{i}.stamp",
-                                     "wcoj", [stream.node], lambda w, ops: Stamp()))
         tag = f"{name}.r{i}"
-        for n_step, step in enumerate(plan.steps):
+        # (index node, label, make(arrangement, finish), exchange key) per half join
+        ops: list = []
+        for step in plan.steps:
             parts = step.participants
             multi = len(step.new_vars) > 1
             if not step.new_vars:
                 for p in parts:
                     kf = tuple_getter(p.full_pre)
-                    stream = half(stream, validate_index(p), f"{tag}.validate{p.atom}",
-                                  lambda a, p=p, kf=kf, tag=tag: Validate(
-                                      a, p.neu, total, kf, None, name=f"{tag}.validate{p.atom}"),
-                                  _payload_key(kf, total, "plain"))
+                    ops.append((validate_index(p), f"{tag}.validate{p.atom}",
+                                lambda a, f, p=p, kf=kf, lb=f"{tag}.validate{p.atom}":
+                                Validate(a, p.neu, total, kf, None, name=lb, finish=f),
+                                _payload_key(kf, total, "plain")))
                 continue
             if len(parts) == 1:
                 p = parts[0]
                 kf = key_getter(p.key_pre)
-                stream = half(stream, propose_index(p), f"{tag}.propose{p.atom}",
-                              lambda a, p=p, kf=kf, tag=tag, multi=multi: Propose(
-                                  a, p.neu, total, kf, None, multi, name=f"{tag}.propose{p.atom}"),
-                              _payload_key(kf, total, "plain"))
+                ops.append((index(p, "propose"), f"{tag}.propose{p.atom}",
+                            lambda a, f, p=p, kf=kf, m=multi, lb=f"{tag}.propose{p.atom}":
+                            Propose(a, p.neu, total, kf, None, m, name=lb, finish=f),
+                            _payload_key(kf, total, "plain")))
                 continue
             for n, p in enumerate(parts):
                 kf = key_getter(p.key_pre)
-                stream = half(stream, count_index(p), f"{tag}.count{p.atom}",
-                              lambda a, p=p, kf=kf, tag=tag, first=(n == 0): Count(
-                                  a, p.neu, total, kf, p.atom, first, name=f"{tag}.count{p.atom}"),
-                              _payload_key(kf, total, "plain" if n == 0 else "counted"))
+                ops.append((index(p, "count"), f"{tag}.count{p.atom}",
+                            lambda a, f, p=p, kf=kf, first=(n == 0), lb=f"{tag}.count{p.atom}":
+                            Count(a, p.neu, total, kf, p.atom, first, name=lb),
+                            _payload_key(kf, total, "plain" if n == 0 else "counted")))
             for p in parts:
                 kf = key_getter(p.key_pre)
-                stream = half(stream, propose_index(p), f"{tag}.propose{p.atom}",
-                              lambda a, p=p, kf=kf, tag=tag, multi=multi: Propose(
-                                  a, p.neu, total, kf, p.atom, multi, name=f"{tag}.propose{p.atom}"),
-                              _payload_key(kf, total, "counted"))
+                ops.append((index(p, "propose"), f"{tag}.propose{p.atom}",
+                            lambda a, f, p=p, kf=kf, m=multi, lb=f"{tag}.propose{p.atom}":
+                            Propose(a, p.neu, total, kf, p.atom, m, name=lb),
+                            _payload_key(kf, total, "counted")))
             for n, p in enumerate(parts):
                 kf = tuple_getter(p.full_pre)
-                stream = half(stream, validate_index(p), f"{tag}.validate{p.atom}",
-                              lambda a, p=p, kf=kf, tag=tag, last=(n == len(parts) - 1): Validate(
-                                  a, p.neu, total, kf, p.atom, last, name=f"{tag}.validate{p.atom}"),
-                              _payload_key(kf, total, "tagged"))
+                ops.append((validate_index(p), f"{tag}.validate{p.atom}",
+                            lambda a, f, p=p, kf=kf, last=(n == len(parts) - 1),
+                            lb=f"{tag}.validate{p.atom}":
+                            Validate(a, p.neu, total, kf, p.atom, last, name=lb, finish=f),
+                            _payload_key(kf, total, "tagged")))
         hg = tuple_getter([plan.layout.index(v) for v in head])
-        if total:
-            stream = stream.map(hg, name=f"{tag}.head")
-        else:
-            stream = Collection(Node(stream.dataflow, stream.scope, f"{tag}.delay", "wcoj",
-                                     [stream.node], lambda w, ops, hg=hg: Delay(hg)))
+        stream = sources[atom_sources[i]]
+        if not total:
+            stream = Collection(Node(stream.dataflow, stream.scope, f"{tag}.stamp", "wcoj",
+                                     [stream.node], lambda w, ops: Stamp(f"{tag}.stamp")))
+        for n, (arranged, label, make, key_of) in enumerate(ops):
+            # The rule's last half join maps its outputs to head tuples itself.
+            finish = hg if n == len(ops) - 1 else None
+            node = Node(stream.dataflow, stream.scope, label, "wcoj", [stream.node, arranged],
+                        lambda w, ops, make=make, arranged=arranged, finish=finish:
+                        make(ops(arranged), finish),
+                        exchange=_safe(key_of))
+            stream = Collection(node)
+        if not ops:
+            if total:
+                stream = stream.map(hg, name=f"{tag}.head")
+            else:
+                stream = Collection(Node(stream.dataflow, stream.scope, f"{tag}.delay", "wcoj",
+                                         [stream.node], lambda w, ops, hg=hg: Delay(hg)))
         outs.append(stream)
     return outs[0].concat(*outs[1:], name=f"{name}.rules") if len(outs) > 1 else outs[0]
 
@@ -546,7 +556,7 @@ def wcoj_counters(df: Any) -> dict[str, int]:
            "index_records": 0}
     seen: set = set()
     for node in df.nodes:
-        for op in node.shards:
+        for op in df.engine.operators(node):
             if node.kind == "wcoj" and hasattr(op, "counted"):
                 out["prefixes"] += getattr(op, "prefixes", 0) or op.records_in
                 out["counted"] += op.counted

@@ -162,11 +162,21 @@ def to_dot(df: Dataflow) -> str:
              '  edge [fontname="Helvetica", fontsize=9];']
     # Group nodes by their scope chain, then emit nested clusters.
     tree: dict = {"nodes": [], "children": {}}
+    cluster_ids: dict[int, str] = {}     # id(scope) -> a cluster name unique in the graph
     for node in df.nodes:
         at = tree
         for scope in _scope_chain(node.scope):
-            at = at["children"].setdefault(scope.name, {"scope": scope, "nodes": [],
-                                                         "children": {}})
+            if id(scope) not in cluster_ids:
+                # Two loops may share a name (an algorithm called twice): keep both.
+                base = f"cluster_{scope.name}"
+                taken = set(cluster_ids.values())
+                name, n = base, 1
+                while name in taken:
+                    n += 1
+                    name = f"{base}_{n}"
+                cluster_ids[id(scope)] = name
+            at = at["children"].setdefault(id(scope), {"scope": scope, "nodes": [],
+                                                       "children": {}})
         at["nodes"].append(node)
 
     def emit(sub: dict, indent: str) -> None:
@@ -175,11 +185,12 @@ def to_dot(df: Dataflow) -> str:
             extra = ', penwidth=2, color="%s"' % FEEDBACK_COLOR if node.kind == "feedback" else ""
             lines.append(f"{indent}n{node.id} [label={_dot_quote(chr(10).join(_label_lines(node)))}"
                          f', fillcolor="{color}"{extra}];')
-        for name, child in sub["children"].items():
+        for child in sub["children"].values():
             scope = child["scope"]
             limit = "" if scope.max_rounds is None else f", max_rounds={scope.max_rounds}"
-            lines.append(f"{indent}subgraph {_dot_quote('cluster_' + name)} {{")
-            lines.append(f"{indent}  label={_dot_quote(f'loop {name}: times (outer, round)' + limit)};")
+            label = f"loop {scope.name}: times (outer, round){limit}"
+            lines.append(f"{indent}subgraph {_dot_quote(cluster_ids[id(scope)])} {{")
+            lines.append(f"{indent}  label={_dot_quote(label)};")
             lines.append(f'{indent}  style="rounded,dashed"; color="#7f7f7f";')
             emit(child, indent + "  ")
             lines.append(f"{indent}}}")
@@ -512,18 +523,23 @@ def draw_rounds(df: Dataflow, ax: Any = None, *, loop: str | None = None,
         loop = names[0]
     rows = [r for r in rows if r["loop"] == loop]
     outers = sorted({r["outer"] for r in rows}, key=sort_key)
+    if outers and all(type(o) is int for o in outers):
+        # Int epochs: show the quiet ones too, an empty column is the point.
+        outers = list(range(outers[0], outers[-1] + 1))
+    first = min((r["round"] for r in rows), default=0)
     rounds = max((r["round"] for r in rows), default=0)
-    grid = np.zeros((rounds + 1, max(1, len(outers))))
+    grid = np.zeros((rounds - first + 1, max(1, len(outers))))
     index = {o: i for i, o in enumerate(outers)}
     for r in rows:
-        grid[r["round"], index[r["outer"]]] += r["changes"]
+        grid[r["round"] - first, index[r["outer"]]] += r["changes"]
     fig, ax = _axes(ax, (max(5.0, 0.45 * len(outers) + 3.0), max(3.5, 0.25 * rounds + 2.5)))
     masked = np.ma.masked_where(grid == 0, grid)
     # A log scale only helps when the counts span decades (a load, then small epochs).
     norm = (LogNorm(vmin=1, vmax=float(grid.max()))
             if log_scale and grid.max() >= 10 else None)
     im = ax.imshow(masked, aspect="auto", origin="lower", cmap="viridis", norm=norm,
-                   interpolation="nearest")
+                   interpolation="nearest", extent=(-0.5, len(outers) - 0.5,
+                                                    first - 0.5, rounds + 0.5))
     fig.colorbar(im, ax=ax, label="changes fed back")
     ax.set_xticks(range(len(outers)))
     ax.set_xticklabels([_fmt_time(o) for o in outers], rotation=90 if len(outers) > 12 else 0,

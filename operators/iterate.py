@@ -18,7 +18,8 @@ per-(outer time, round) log of changes for round-by-round views.
 
 >>> from lattice import Product as P
 >>> fb = Feedback(max_rounds=10, name="loop")
->>> fb.on_input(0, [("x", P(0, 3), 1)])
+>>> fb.on_input(0, [("x", P(0, 3), 1), ("y", P(0, 3), 1), ("y", P(0, 3), -1)])
+>>> fb.on_frontier([Antichain([P(0, 4)])])
 >>> fb.take_output()
 [('x', Product(0, 4), 1)]
 """
@@ -89,9 +90,15 @@ class Leave(Operator):
 
 
 class Feedback(Operator):
-    """`Product(o, r) -> Product(o, r + 1)`, with the loop's convergence guard."""
+    """`Product(o, r) -> Product(o, r + 1)`, with the loop's convergence guard.
 
-    _state = ("log", "_recent")
+    A round's changes are held until that time is complete at the feedback's input,
+    then consolidated and passed on: the variable feeds back `result - source`, whose
+    halves may arrive in different passes, and what cancels must not travel (nor be
+    logged as a change).
+    """
+
+    _state = ("log", "_recent", "_held")
 
     def __init__(self, max_rounds: int | None = None, on_limit: str = "raise",
                  name: str = "feedback") -> None:
@@ -103,17 +110,40 @@ class Feedback(Operator):
         #: (outer time, round) -> [number of changes, sample of changed records]
         self.log: dict[tuple, list] = {}
         self._recent: dict[Any, deque] = {}
+        self._held: list[Update] = []
         self.truncated = 0
 
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
-        # The variable's input is `result - source`: cancel what did not change.
-        updates = consolidate_unsorted(updates)
+        self._held.extend(updates)
+
+    def capabilities(self) -> list:
+        if not self._held:
+            return []
+        return list(Antichain(Product(t.outer, t.inner + 1) for _d, t, _r in self._held))
+
+    def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
+        if not self._held:
+            return
+        frontier = frontiers[0]
+        ready, rest = [], []
+        for u in self._held:
+            (rest if frontier.less_equal(u[1]) else ready).append(u)
+        self._held = rest
+        if ready:
+            self._forward(consolidate_unsorted(ready))
+
+    def _forward(self, updates: list[Update]) -> None:
         out = []
         limit = self.max_rounds
         log = self.log
         for d, t, r in updates:
             nxt = Product(t.outer, t.inner + 1)
+            if limit is not None and nxt.inner > limit:
+                if self.on_limit == "truncate":
+                    self.truncated += 1
+                    continue
+                raise self._not_converged(t.outer, nxt.inner, updates)
             entry = log.get((t.outer, nxt.inner))
             if entry is None:
                 log[(t.outer, nxt.inner)] = [1, [(d, r)]]
@@ -121,11 +151,6 @@ class Feedback(Operator):
                 entry[0] += 1
                 if len(entry[1]) < LOG_SAMPLE:
                     entry[1].append((d, r))
-            if limit is not None and nxt.inner > limit:
-                if self.on_limit == "truncate":
-                    self.truncated += 1
-                    continue
-                raise self._not_converged(t.outer, nxt.inner, updates)
             out.append((d, nxt, r))
         if limit is not None:
             self._remember(out)

@@ -25,14 +25,22 @@ from lattice import meet, minimum, sort_key
 
 def evaluate(build: Callable[..., Any], inputs: Sequence[Sequence[tuple]], *,
              time: Any = None, workers: int = 1, schedule: str = "once",
-             fuse: bool = True, dataflow_out: list | None = None) -> list[tuple]:
-    """The consolidated output of `build(*collections)` fed with `inputs`."""
+             fuse: bool = True, dataflow_out: list | None = None,
+             engine: Callable[[], Any] | None = None) -> list[tuple]:
+    """The consolidated output of `build(*collections)` fed with `inputs`.
+
+    `engine`, if given, makes the engine to run on (a fresh one per call), e.g.
+    `lambda: SparkEngine(spark)`; otherwise the local engine with `workers`.
+    """
     from ddflow.dataflow import Dataflow
 
     if time is None:
         first = next((u[1] for inp in inputs for u in inp), 0)
         time = minimum(first)
-    df = Dataflow(time=time, workers=workers, fuse=fuse)
+    if engine is not None:
+        df = Dataflow(time=time, engine=engine(), fuse=fuse)
+    else:
+        df = Dataflow(time=time, workers=workers, fuse=fuse)
     sessions, collections = zip(*(df.new_collection() for _ in inputs)) if inputs else ((), ())
     cap = build(*collections).capture()
     if dataflow_out is not None:

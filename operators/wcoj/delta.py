@@ -78,6 +78,10 @@ from ddflow.updates import consolidate_unsorted
 
 KeyFn = Callable[[tuple], Any]
 
+#: Int times: a half join lets its index compact once its least pending time has
+#: moved this far since the last release.
+RELEASE_EVERY = 8
+
 
 # -- key getters ----------------------------------------------------------------
 
@@ -237,13 +241,16 @@ class HalfJoin(Operator):
     """
 
     n_inputs = 2
-    _state = ("_buffer", "counted", "proposed", "validated", "_low")
 
-    def __init__(self, index: Arrange, neu: bool, total: bool, name: str) -> None:
+    def __init__(self, index: Arrange, neu: bool, total: bool, name: str,
+                 finish: KeyFn | None = None) -> None:
         super().__init__(name)
         self.index = index
         self.neu = neu
         self.total = total
+        #: The last operator of a rule maps its outputs to head tuples (and, under a
+        #: partial order, moves them to their `lub`: sound, as `lub >= t`).
+        self.finish = finish
         self._rid = index.register_reader()
         self._buffer: dict[Any, list[Update]] = {}   # stream time -> waiting prefixes
         self._caps: list | None = []
@@ -294,20 +301,45 @@ class HalfJoin(Operator):
             if ready:
                 self._caps = None
             if out:
-                self.emit(out)
+                finish = self.finish
+                if finish is None:
+                    self.emit(out)
+                elif self.total:
+                    self.emit([(finish(vals), t, r) for vals, t, r in out])
+                else:
+                    self.emit([(finish(vals), lub, r) for (vals, lub), _t, r in out])
         if self.total:
             self._release(frontiers[0])
 
     def _release(self, frontier: Antichain) -> None:
-        """Let the index compact to `{low - 1}`, `low` the least time still to come."""
+        """Let the index compact to `{low - 1}`, `low` the least time still to come.
+
+        Released every `RELEASE_EVERY` ticks, not every tick: a lag of a few times
+        costs a few uncompacted entries, and saves the shared arrangement from
+        recomputing its readers' meet at every step.
+        """
         low = frontier.elements[0] if frontier.elements else None
         for t in self._buffer:
             if low is None or t < low:
                 low = t
-        if low is None or low == self._low or low < 1:
+        if low is None or low < 1 or (self._low is not None
+                                      and low < self._low + RELEASE_EVERY):
             return
         self._low = low
         self.index.advance_reader(self._rid, Antichain((low - 1,)))
+
+    # Rollback: the buffer and counters only (the index is the arrangement's state).
+    def snapshot(self) -> dict[str, Any]:
+        return {"c": (self.records_in, self.records_out, self.batches_out, self.work,
+                      self.counted, self.proposed, self.validated, self._low),
+                "b": {t: list(us) for t, us in self._buffer.items()}}
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        self._out = []
+        (self.records_in, self.records_out, self.batches_out, self.work, self.counted,
+         self.proposed, self.validated, self._low) = snap["c"]
+        self._buffer = snap["b"]
+        self._caps = None
 
     def _total(self, recs: list[Update], t: int, bound: int, out: list) -> None:
         raise NotImplementedError
@@ -327,13 +359,18 @@ def _before(memo: dict, kt: tuple) -> Callable[[Any], bool]:
 
 
 class Count(HalfJoin):
-    """`count`: tag each prefix with the number of extensions atom `atom` proposes,
-    keeping the least count seen so far (and its atom) along the chain.
+    """`count`: tag each prefix with the number of extensions atom `atom` would
+    propose, keeping the least count seen so far (and its atom) along the chain.
 
     The count index holds `key -> ()` with diffs summing to the number of the
-    atom's tuples with that key.  The count only chooses the proposer: any choice
-    gives the same result, so it need not be exact (under partial orders it is a
-    sum over a total-order prefix, not an accumulation).
+    atom's tuples with that key.  The count only chooses the proposer, and any
+    choice gives the same result, so it estimates the proposal's *cost*: every
+    entry the index holds for the key, whatever its time, as differential
+    dataflow's `count` reads the current index (`sum |diff|`, so insertions and
+    deletions not yet compacted both count).  Counting only the entries before
+    `t` would be the size of the proposal, but a proposal reads the others too:
+    on an initial load (everything at one time) every such count is 0 for the
+    later atoms, and a tie could choose a hub with millions of entries.
 
     >>> from lattice import Antichain
     >>> from operators.arrange import Arrange
@@ -353,37 +390,18 @@ class Count(HalfJoin):
         super().__init__(index, neu, total, name)
         self.key, self.atom, self.first = key, atom, first
 
-    def _total(self, recs: list[Update], t: int, bound: int, out: list) -> None:
+    def _total(self, recs: list[Update], t: Any, bound: Any, out: list) -> None:
         get, key, j, first, ap = self.index.trace.get, self.key, self.atom, self.first, out.append
-        work = 0
-        for rec, _t, r in recs:
-            entries = get(key(rec if first else rec[0]))
-            work += len(entries)
-            c = 0
-            for _v, s, r2 in entries:
-                if s <= bound:
-                    c += r2
-            if first:
-                ap(((rec, c, j), t, r))
-            elif c < rec[1]:
-                ap(((rec[0], c, j), t, r))
-            else:
-                ap((rec, t, r))
-        self.work += work
-        self.counted += len(recs)
-
-    def _partial(self, recs: list[Update], t: Any, kt: tuple, memo: dict, out: list) -> None:
-        get, key, j, first, ap = self.index.trace.get, self.key, self.atom, self.first, out.append
-        before = _before(memo, kt)
+        total = self.total
         work = 0
         for rec, _t, r in recs:
             p = rec if first else rec[0]
-            entries = get(key(p[0]))
+            entries = get(key(p if total else p[0]))
             work += len(entries)
             c = 0
-            for _v, s, r2 in entries:
-                if before(s):
-                    c += r2
+            for _v, _s, r2 in entries:
+                # |diff| for int diffs; one per entry for other diff semirings.
+                c += (r2 if r2 > 0 else -r2) if type(r2) is int else 1
             if first:
                 ap(((rec, c, j), t, r))
             elif c < rec[1]:
@@ -392,6 +410,9 @@ class Count(HalfJoin):
                 ap((rec, t, r))
         self.work += work
         self.counted += len(recs)
+
+    def _partial(self, recs: list[Update], t: Any, kt: tuple, memo: dict, out: list) -> None:
+        self._total(recs, t, None, out)
 
 
 class Propose(HalfJoin):
@@ -405,8 +426,9 @@ class Propose(HalfJoin):
     """
 
     def __init__(self, index: Arrange, neu: bool, total: bool, key: KeyFn,
-                 atom: int | None = None, multi: bool = False, name: str = "propose") -> None:
-        super().__init__(index, neu, total, name)
+                 atom: int | None = None, multi: bool = False, name: str = "propose",
+                 finish: KeyFn | None = None) -> None:
+        super().__init__(index, neu, total, name, finish)
         self.key, self.atom, self.multi = key, atom, multi
 
     def _total(self, recs: list[Update], t: int, bound: int, out: list) -> None:
@@ -485,8 +507,9 @@ class Validate(HalfJoin):
     """
 
     def __init__(self, index: Arrange, neu: bool, total: bool, key: KeyFn,
-                 atom: int | None = None, last: bool = True, name: str = "validate") -> None:
-        super().__init__(index, neu, total, name)
+                 atom: int | None = None, last: bool = True, name: str = "validate",
+                 finish: KeyFn | None = None) -> None:
+        super().__init__(index, neu, total, name, finish)
         self.key, self.atom, self.last = key, atom, last
 
     def _total(self, recs: list[Update], t: int, bound: int, out: list) -> None:
@@ -545,6 +568,27 @@ class Validate(HalfJoin):
         self.validated += kept
 
 
+class Index(Arrange):
+    """An arrangement of `project(record)`: the count index (`project` gives the
+    key, arranged by itself) or the propose index (`(key, extension)` pairs) of a
+    relation, built without a separate map operator.
+
+    >>> from lattice import Antichain
+    >>> ix = Index(lambda t: (t[1], t[0]), name="g by dst")
+    >>> ix.on_input(0, [((1, 2), 0, 1), ((3, 2), 0, 1)])
+    >>> ix.on_frontier([Antichain([1])]); sorted(ix.trace.get(2))
+    [(1, 0, 1), (3, 0, 1)]
+    """
+
+    def __init__(self, project: KeyFn, by_self: bool = False, name: str = "index") -> None:
+        super().__init__(by_self, name)
+        self.project = project
+
+    def on_input(self, port: int, updates: list[Update]) -> None:
+        project = self.project
+        super().on_input(port, [(project(d), t, r) for d, t, r in updates])
+
+
 class Stamp(Operator):
     """Partially ordered times: `(vals, t, r) -> ((vals, t), t, r)`, the join of the
     times met so far starts as the change's own time.
@@ -584,5 +628,5 @@ class Delay(Operator):
         self.emit([(head(vals), lub, r) for (vals, lub), _t, r in updates])
 
 
-__all__ = ["HalfJoin", "Count", "Propose", "Validate", "Stamp", "Delay", "Participant",
+__all__ = ["HalfJoin", "Count", "Propose", "Validate", "Index", "Stamp", "Delay", "Participant",
            "Step", "RulePlan", "delta_plan", "key_getter", "tuple_getter"]

@@ -90,3 +90,14 @@ def test_run_without_a_readable_file_exits_2(tmp_path: Path,
                                              capsys: pytest.CaptureFixture) -> None:
     assert main(["run", "bfs", "--edges", str(tmp_path / "missing.txt")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_run_triangles(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    pytest.importorskip("ddflow.query")
+    edges = _write(tmp_path, "g.txt", "1 2\n2 3\n1 3\n3 4\n")
+    changes = _write(tmp_path, "c.txt", "1 + 2 4\n2 - 1 3\n")
+    assert main(["run", "triangles", "--edges", edges, "--changes", changes]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:] == ["epoch 0: 1 change", "  + (1, 2, 3)",
+                       "epoch 1: 1 change", "  + (2, 3, 4)",
+                       "epoch 2: 1 change", "  - (1, 2, 3)"]

@@ -260,3 +260,16 @@ def test_draw_advance_by_and_rounds() -> None:
     fig = viz.draw_rounds(_reach_dataflow(run=True))
     assert fig.axes[0].images
     plt.close(fig)
+
+
+def test_to_dot_keeps_two_loops_of_the_same_name_apart() -> None:
+    df = ddflow.Dataflow()
+    _, e = df.new_collection("edges")
+    _, r = df.new_collection("roots")
+    reachability(e, r).capture()
+    reachability(e, r).capture()
+    parsed = _Dot(viz.to_dot(df))
+    names = [c for c, _ in parsed.clusters]
+    assert names == ["cluster_reachability", "cluster_reachability_2"]
+    first, second = (set(m) for _, m in parsed.clusters)
+    assert first and second and not first & second

@@ -90,28 +90,28 @@ KINDS = st.sampled_from(["int", "product"])
 SCHEDULES = st.sampled_from(["once", "each"])
 
 
-@settings(max_examples=40)
+@settings(max_examples=120)
 @given(data=st.data(), kind=KINDS, schedule=SCHEDULES)
 def test_agree_triangle(data, kind, schedule):
-    g = data.draw(updates(kind, data=_edges(4), max_value=2, max_size=14))
+    g = data.draw(updates(kind, data=_edges(4), max_value=2, max_size=20))
     _check_shape(TRIANGLE, [g], ["g"], kind, schedule)
 
 
-@settings(max_examples=30)
+@settings(max_examples=60)
 @given(data=st.data(), kind=KINDS, schedule=SCHEDULES)
 def test_agree_four_cycle(data, kind, schedule):
     g = data.draw(updates(kind, data=_edges(4), max_value=2, max_size=12))
     _check_shape(CYCLE4, [g], ["g"], kind, schedule)
 
 
-@settings(max_examples=25)
+@settings(max_examples=50)
 @given(data=st.data(), kind=KINDS, schedule=SCHEDULES)
 def test_agree_four_clique(data, kind, schedule):
     g = data.draw(updates(kind, data=_edges(3), max_value=2, max_size=12))
     _check_shape(CLIQUE4, [g], ["g"], kind, schedule)
 
 
-@settings(max_examples=25)
+@settings(max_examples=60)
 @given(data=st.data(), kind=KINDS, schedule=SCHEDULES)
 def test_agree_constants_repeats_three_relations(data, kind, schedule):
     r = data.draw(updates(kind, data=st.tuples(st.integers(0, 2), st.integers(0, 2),
@@ -121,7 +121,7 @@ def test_agree_constants_repeats_three_relations(data, kind, schedule):
     _check_shape(MIXED, [r, s, t], ["r", "s", "t"], kind, schedule)
 
 
-@settings(max_examples=10)
+@settings(max_examples=20)
 @given(data=st.data(), kind=KINDS)
 def test_agree_triangle_three_workers(data, kind):
     g = data.draw(updates(kind, data=_edges(4), max_value=2, max_size=14))

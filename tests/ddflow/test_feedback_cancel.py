@@ -1,4 +1,7 @@
-"""Repro: a loop's feedback edge carries changes that cancel, and logs them as changes.
+"""Regression: a loop's feedback edge must not carry (or log) changes that cancel.
+
+Fixed by `Feedback` holding a round until it is complete, then consolidating.  The
+original report:
 
 `Variable.set(result)` feeds back `result - source`.  The two halves reach the
 `Feedback` operator in different scheduling passes (`source.negate()` is a short
@@ -24,7 +27,6 @@ REASON = ("Feedback consolidates `result - source` per input batch only; the hal
           "arrive in different passes, so cancelling pairs enter round 1 and are logged")
 
 
-@pytest.mark.xfail(strict=True, reason=REASON)
 def test_a_loop_at_its_fixpoint_logs_no_changes() -> None:
     df = ddflow.Dataflow()
     r_in, roots = df.new_collection()
@@ -36,7 +38,6 @@ def test_a_loop_at_its_fixpoint_logs_no_changes() -> None:
     assert df.loop_rows() == []        # actual: one row, round 1, changes 2: [(0, -1), (0, 1)]
 
 
-@pytest.mark.xfail(strict=True, reason=REASON)
 def test_reachability_on_a_path_logs_one_change_per_round() -> None:
     from ddflow.algorithms import reachability
 

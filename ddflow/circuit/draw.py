@@ -1,0 +1,257 @@
+"""Pictures of circuits, in the style of the DBSP paper's box-and-arrow diagrams.
+
+What this module isolates: turning a `Circuit`'s node graph into graphviz text
+(`to_dot`) and a matplotlib figure (`draw`).  It reads the circuit's nodes only; it
+never touches the engine, and matplotlib is imported only when `draw` is called.
+
+Conventions of both pictures: streams flow left to right; a box per node, labelled
+with its operator and, in small type, its node type and global ID (`[2, 1]` is node 1
+of the child that is node 2 of the root); z^-1 (delays and feedback nodes) as small
+squares; a child circuit as a dashed frame around its nodes, with its own global ID;
+the edge into a feedback node (the back edge of a cycle) dashed, running back.
+
+>>> from ddflow.circuit import Circuit, distinct_trace, plus
+>>> c = Circuit()
+>>> xs = c.source("xs")
+>>> sub = c.child("loop")
+>>> fb = sub.feedback("x")
+>>> _ = fb.connect(distinct_trace(plus(sub.import_stream(xs), fb)))
+>>> dot = to_dot(c)
+>>> "subgraph cluster_1" in dot and "z^-1" in dot and "style=dashed" in dot
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ddflow.circuit.core import Circuit, Node
+
+#: Fill colour per node type (and for z^-1 boxes).
+COLORS = {"source": "#d9f2d9", "operator": "#ffffff", "feedback": "#ffe6a8",
+          "import": "#dce6ff", "sink": "#f6d5d5", "delay": "#ffe6a8", "child": "#f7f7f7"}
+
+_DELAYS = ("delay", "delay_trace")
+
+
+def _is_delay(node: Node) -> bool:
+    return node.kind == "feedback" or (node.kind == "operator" and node.name in _DELAYS)
+
+
+def _gid(node: Node) -> str:
+    return "[" + ", ".join(map(str, node.global_id)) + "]"
+
+
+def _dot_id(node: Node) -> str:
+    return "n_" + "_".join(map(str, node.global_id))
+
+
+def edges(circuit: Circuit) -> list[tuple[Node, Node, bool, str]]:
+    """`(producer, consumer, back, label)` for every stream edge of the circuit tree.
+
+    A stream exported by a child comes from the node inside the child that produced
+    it (label `export`); the edge into a feedback node is a back edge.
+    """
+    out = []
+    for node in circuit.walk():
+        if node.kind == "child":
+            continue
+        for x in node.inputs:
+            src = x.node
+            label = ""
+            while src.kind == "child":                # an exported stream: from inside
+                inner = src.exports[x.port]
+                src, x, label = inner.node, inner, "export"
+            out.append((src, node, node.kind == "feedback", label))
+    return out
+
+
+def to_dot(circuit: Circuit) -> str:
+    """Graphviz (dot) text of `circuit`, its children as clusters."""
+    lines = [f'digraph "{circuit.name}" {{', "  rankdir=LR;",
+             '  node [fontname="Helvetica", fontsize=10];',
+             '  edge [fontname="Helvetica", fontsize=8];']
+
+    def emit(c: Circuit, indent: str) -> None:
+        for node in c.nodes:
+            if node.kind == "child":
+                lines.append(f"{indent}subgraph cluster_{'_'.join(map(str, node.global_id))} {{")
+                lines.append(f'{indent}  label="child {node.name} {_gid(node)}"; '
+                             'style=dashed; color="#777777";')
+                emit(node.child, indent + "  ")
+                lines.append(f"{indent}}}")
+                continue
+            delay = _is_delay(node)
+            label = "z^-1" if delay and node.name != "delay_trace" else node.label
+            shape = {"source": "cds", "sink": "box", "import": "invtrapezium"}.get(
+                node.kind, "square" if delay else "box")
+            color = COLORS["delay" if delay else node.kind]
+            extra = ", peripheries=2" if node.kind == "sink" else ""
+            style = "filled" if delay or node.kind != "operator" else "rounded,filled"
+            lines.append(f'{indent}{_dot_id(node)} [label="{label}\\n{node.kind} '
+                         f'{_gid(node)}", shape={shape}, style="{style}", '
+                         f'fillcolor="{color}"{extra}];')
+
+    emit(circuit, "  ")
+    for src, dst, back, label in edges(circuit):
+        attrs = []
+        if back:
+            attrs += ["style=dashed", "constraint=false", 'color="#b06000"']
+        if label:
+            attrs.append(f'label="{label}"')
+        suffix = f" [{', '.join(attrs)}]" if attrs else ""
+        lines.append(f"  {_dot_id(src)} -> {_dot_id(dst)}{suffix};")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+# -- matplotlib ------------------------------------------------------------------------
+
+def layout(circuit: Circuit) -> tuple[dict, dict]:
+    """Positions `{node: (x, y)}` of the non-child nodes and frames
+    `{child node: (x0, y0, x1, y1)}`: x is the longest forward path from a source,
+    y a row inside the band of the node's circuit (children's bands below)."""
+    nodes = [n for n in circuit.walk() if n.kind != "child"]
+    forward = [(s, d) for s, d, back, _l in edges(circuit) if not back]
+    layer = {n: 0 for n in nodes}
+    for _ in range(len(nodes) + 1):
+        changed = False
+        for s, d in forward:
+            if layer[d] < layer[s] + 1:
+                layer[d] = layer[s] + 1
+                changed = True
+        if not changed:
+            break
+    circuits = list(circuit._circuits())
+    preds: dict[Node, list[Node]] = {n: [] for n in nodes}
+    for s, d in forward:
+        preds[d].append(s)
+    band_of: dict[int, int] = {}
+    rows: dict[Node, int] = {}
+    offset = 0
+    for c in circuits:
+        own = [n for n in c.nodes if n.kind != "child"]
+        used = 0
+        for lay in sorted({layer[n] for n in own}):
+            # Order each layer by the mean row of its predecessors in the band
+            # (one barycentric sweep: fewer crossings than creation order).
+            here = [n for n in own if layer[n] == lay]
+
+            def bary(n: Node, here: list = here) -> tuple:
+                ps = [rows[p] for p in preds[n] if p in rows and p.circuit is c]
+                return (sum(ps) / len(ps) if ps else here.index(n), here.index(n))
+
+            for r, n in enumerate(sorted(here, key=bary)):
+                rows[n] = r
+            used = max(used, len(here))
+        band_of[id(c)] = offset
+        offset += used + (1 if c.depth else 0)
+    pos = {n: (layer[n] * 1.6, -(band_of[id(n.circuit)] + rows[n] + (1 if n.depth else 0)) * 1.1)
+           for n in nodes}
+    frames = {}
+    for c in reversed(circuits):
+        if c.depth == 0:
+            continue
+        inside = [n for n in c.walk() if n.kind != "child"]
+        xs = [pos[n][0] for n in inside] or [0.0]
+        ys = [pos[n][1] for n in inside] or [-(band_of[id(c)] + 1) * 1.1]
+        own = [pos[n][1] for n in c.nodes if n.kind != "child"] or ys
+        frames[c.node] = (min(xs) - 0.8, min(ys) - 0.6, max(xs) + 0.8, max(own) + 0.7)
+    return pos, frames
+
+
+def draw(circuit: Circuit, ax: Any = None, *, figsize: tuple | None = None,
+         title: str | None = None) -> Any:
+    """A matplotlib figure of `circuit` (drawn on `ax` if given); returns the figure."""
+    import matplotlib.patches as mpatches
+    pos, frames = layout(circuit)
+    xs = [x for x, _y in pos.values()] + [f[0] for f in frames.values()] + \
+        [f[2] for f in frames.values()]
+    ys = [y for _x, y in pos.values()] + [f[1] for f in frames.values()] + \
+        [f[3] for f in frames.values()]
+    x_lim = (min(xs, default=0) - 0.9, max(xs, default=0) + 0.9)
+    y_lim = (min(ys, default=0) - 0.8, max(ys, default=0) + 0.9)
+    if ax is None:
+        import matplotlib.pyplot as plt
+        # About one inch per unit, so that labels fit their boxes; room for the legend.
+        size = figsize or (x_lim[1] - x_lim[0] + 2.2, y_lim[1] - y_lim[0] + 0.4)
+        fig, ax = plt.subplots(figsize=size)
+    fig = ax.figure
+    half_w, half_h = 0.55, 0.32
+
+    for child, (x0, y0, x1, y1) in frames.items():
+        ax.add_patch(mpatches.FancyBboxPatch(
+            (x0, y0), x1 - x0, y1 - y0, boxstyle="round,pad=0.02,rounding_size=0.1",
+            fill=True, facecolor=COLORS["child"], edgecolor="#777777", linestyle="--",
+            linewidth=1.0, zorder=0))
+        ax.text(x0 + 0.08, y1 - 0.08, f"child {child.name} {_gid(child)}", fontsize=8,
+                va="top", ha="left", color="#555555", zorder=1)
+
+    for node, (x, y) in pos.items():
+        delay = _is_delay(node)
+        color = COLORS["delay" if delay else node.kind]
+        if delay:
+            hw = hh = 0.3
+            patch = mpatches.Rectangle((x - hw, y - hh), 2 * hw, 2 * hh, facecolor=color,
+                                       edgecolor="black", zorder=2)
+            text = "z$^{-1}$" if node.name != "delay_trace" else "z$^{-1}$\ntrace"
+        elif node.kind == "source":
+            hw, hh = half_w, half_h
+            patch = mpatches.Polygon([(x - hw, y - hh), (x + hw - 0.15, y - hh), (x + hw, y),
+                                      (x + hw - 0.15, y + hh), (x - hw, y + hh)],
+                                     closed=True, facecolor=color, edgecolor="black", zorder=2)
+            text = node.name
+        elif node.kind == "import":
+            hw, hh = half_w, half_h
+            patch = mpatches.Polygon([(x - hw, y + hh), (x + hw, y + hh), (x + hw - 0.15, y - hh),
+                                      (x - hw + 0.15, y - hh)], closed=True, facecolor=color,
+                                     edgecolor="black", zorder=2)
+            text = "import"
+        else:
+            hw, hh = half_w, half_h
+            patch = mpatches.FancyBboxPatch((x - hw, y - hh), 2 * hw, 2 * hh,
+                                            boxstyle="round,pad=0.02,rounding_size=0.08",
+                                            facecolor=color, edgecolor="black",
+                                            linewidth=2.0 if node.kind == "sink" else 1.0,
+                                            zorder=2)
+            text = node.label if node.kind == "operator" else node.name
+        ax.add_patch(patch)
+        size = 12 if len(text) <= 2 else 8 if len(text) <= 9 else 6.5
+        ax.text(x, y + 0.04, text, ha="center", va="center", fontsize=size, zorder=3)
+        ax.text(x, y - hh - 0.09, f"{node.kind} {_gid(node)}", ha="center", va="top",
+                fontsize=6, color="#444444", zorder=3)
+
+    def hw_of(node: Node) -> float:
+        return 0.3 if _is_delay(node) else half_w
+
+    for src, dst, back, label in edges(circuit):
+        (x0, y0), (x1, y1) = pos[src], pos[dst]
+        if back:
+            arrow = mpatches.FancyArrowPatch(
+                (x0, y0 + 0.3), (x1, y1 + 0.3), connectionstyle="arc3,rad=0.45",
+                arrowstyle="-|>", mutation_scale=10, color="#b06000", linestyle="--",
+                linewidth=1.0, zorder=1)
+        else:
+            arrow = mpatches.FancyArrowPatch(
+                (x0 + hw_of(src), y0), (x1 - hw_of(dst), y1), arrowstyle="-|>", mutation_scale=10,
+                color="black", linewidth=0.9, shrinkA=0, shrinkB=0, zorder=1)
+        ax.add_patch(arrow)
+        if label:
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.08, label, fontsize=6,
+                    color="#555555", ha="center")
+
+    handles = [mpatches.Patch(facecolor=COLORS[k], edgecolor="black", label=lab)
+               for k, lab in (("source", "source"), ("operator", "operator"),
+                              ("import", "import"), ("delay", "z^-1 / feedback"),
+                              ("sink", "sink"), ("child", "child circuit"))]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7,
+              frameon=False)
+    ax.set_xlim(*x_lim)
+    ax.set_ylim(*y_lim)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(title or f"circuit {circuit.name}", fontsize=10)
+    return fig
+
+
+__all__ = ["to_dot", "draw", "layout", "edges", "COLORS"]

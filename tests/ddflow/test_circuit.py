@@ -1,0 +1,379 @@
+"""Circuits (seed 002, 2.6 to 2.8) compiled onto the engine: node types and IDs, ticks,
+child circuits, feedback, import/export, clock hooks, drawings, and recursion written
+as a child circuit agreeing with the `iterate` forms (`test_agree_*`)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ddflow.algorithms.graphs import reachability, transitive_closure
+from ddflow.circuit import (DELTA, INTEGRAL, NODE_KINDS, Circuit, delay, distinct,
+                            distinct_trace, incremental_join, index_with, integrate, plus,
+                            z1_trace)
+from ddflow.errors import GraphError, UserFunctionError
+from ddflow.testing import evaluate
+from lattice import Product
+
+P = Product
+
+
+# -- structure -------------------------------------------------------------------------
+
+def _closure_circuit(c: Circuit, edges):
+    """Transitive closure as a child circuit: paths = distinct_trace(edges + paths . edges)."""
+    sub = c.child("closure")
+    e = sub.import_stream(edges, name="edges")
+    paths = sub.feedback("paths")
+    longer = incremental_join(lambda _mid, p, e: (p[0], e[1]),
+                              index_with(lambda p: p[1], paths),
+                              index_with(lambda e: e[0], e))
+    nxt = distinct_trace(plus(e, longer))
+    paths.connect(nxt)
+    return sub.export(nxt)
+
+
+def _reach_circuit(c: Circuit, edges, roots):
+    """Reachability as a child circuit: reached = distinct_trace(roots + reached . edges)."""
+    sub = c.child("reach")
+    e = sub.import_stream(edges, name="edges")
+    r = sub.import_stream(roots, name="roots")
+    reached = sub.feedback("reached")
+    hop = incremental_join(lambda _src, _n, e: e[1], index_with(lambda n: n, reached),
+                           index_with(lambda e: e[0], e))
+    nxt = distinct_trace(plus(r, hop))
+    reached.connect(nxt)
+    return sub.export(nxt)
+
+
+def test_six_node_types_with_local_and_global_ids():
+    c = Circuit()
+    edges = c.source("edges")
+    out = _closure_circuit(c, edges)
+    sink = c.sink(out)
+    kinds = {n.kind for n in c.walk()}
+    assert kinds == set(NODE_KINDS)
+    assert [(n.kind, n.local_id, n.global_id) for n in c.nodes] == [
+        ("source", 0, (0,)), ("child", 1, (1,)), ("sink", 2, (2,))]
+    sub = c.nodes[1].child
+    assert sub.global_id == (1,) and sub.depth == 1
+    assert [n.global_id for n in sub.nodes] == [(1, k) for k in range(len(sub.nodes))]
+    assert [n.kind for n in sub.nodes][:2] == ["import", "feedback"]
+    assert c.find((1, 1)) is sub.nodes[1] and c.find((2,)) is sink.node
+    # global IDs are unique across the whole tree
+    gids = [n.global_id for n in c.walk()]
+    assert len(gids) == len(set(gids))
+    # node inputs and outputs match seed 002's table
+    arity = {"source": (0, 1), "import": (1, 1), "feedback": (1, 1), "sink": (1, 0)}
+    for n in c.walk():
+        if n.kind in arity:
+            assert (len(n.inputs), len(n.outputs)) == arity[n.kind], n
+    assert len(c.nodes[1].inputs) == 0 and len(c.nodes[1].outputs) == 1
+
+
+def test_a_circuit_is_a_dataflow_underneath():
+    c = Circuit()
+    xs = c.source("xs")
+    ys = xs.map(lambda x: x + 1)
+    assert ys.collection.dataflow is c.dataflow
+    # a source is an input session of the dataflow, a sink a capture
+    assert c.dataflow.sessions == [xs.session]
+    sink = c.sink(ys)
+    assert len(c.dataflow.captures) == 1
+    xs.push(1)
+    assert c.tick() == 0
+    assert sink.at(0) == {2: 1} and sink.updates == [(2, 0, 1)]
+    assert xs.session.time == 1 and c.time == 1
+
+
+def test_building_after_the_first_tick_is_refused():
+    c = Circuit()
+    xs = c.source()
+    c.tick()
+    with pytest.raises(GraphError, match="build every node before"):
+        c.source()
+    with pytest.raises(GraphError):
+        xs.map(lambda x: x)
+
+
+def test_feedback_must_be_connected():
+    c = Circuit()
+    c.feedback("loose")
+    with pytest.raises(GraphError, match="never connected"):
+        c.tick()
+    c2 = Circuit()
+    sub = c2.child()
+    sub.feedback("loose")
+    with pytest.raises(GraphError, match="never connected"):
+        c2.tick()
+
+
+def test_scope_errors():
+    c = Circuit()
+    xs = c.source()
+    sub = c.child()
+    with pytest.raises(GraphError, match="source lives in the root"):
+        sub.source()
+    with pytest.raises(GraphError, match="import it"):
+        sub.sink(xs)
+    inner = sub.import_stream(xs)
+    with pytest.raises(GraphError, match="different circuits"):
+        plus(xs, inner)
+    with pytest.raises(GraphError, match="tick\\(\\) the root"):
+        sub.tick()
+    with pytest.raises(GraphError, match="root clock"):
+        integrate(inner)
+    other = Circuit().source()
+    with pytest.raises(GraphError):
+        sub.import_stream(other)
+
+
+def test_child_converts_no_forms():
+    """A pointwise operator on a delta stream needs a z^-1 over epochs: refused in a child."""
+    c = Circuit()
+    sub = c.child()
+    x = sub.import_stream(c.source())
+    with pytest.raises(GraphError, match="z\\^-1 over epochs"):
+        distinct(x)
+    xi = sub.import_stream(integrate(c.source()))
+    assert distinct(xi).form == INTEGRAL         # integral in: pointwise is native
+    with pytest.raises(GraphError, match="z\\^-1 over epochs"):
+        distinct_trace(xi)
+
+
+def test_distinct_trace_refuses_another_trace():
+    c = Circuit()
+    a, b = c.source(), c.source()
+    assert distinct_trace(a, z1_trace(a)).form == DELTA
+    with pytest.raises(GraphError, match="distinct_incremental"):
+        distinct_trace(a, z1_trace(b))
+
+
+# -- child circuits: import, feedback, export ------------------------------------------
+
+def test_import_is_delta0_or_constant_and_export_sums_iterations():
+    c = Circuit()
+    xs = c.source("xs")
+    sub = c.child("loop")
+    d = sub.import_stream(xs)                 # delta form: at iteration 0 only
+    i = sub.import_stream(integrate(xs))      # integral form: at every iteration
+    d1, i1 = delay(d), delay(i)               # one iteration later
+    sinks = [sub.sink(s) for s in (d, i, d1, i1)]
+    out = c.sink(sub.export(plus(d, d1)))     # sum over iterations: 2 per epoch
+    xs.push("a")
+    c.tick()
+    xs.push("b")
+    c.tick()
+    d_s, i_s, d1_s, i1_s = sinks
+    assert [d_s.at(P(e, k)) for e in (0, 1) for k in (0, 1)] == [
+        {"a": 1}, {}, {"b": 1}, {}]
+    assert [i_s.at(P(e, k)) for e in (0, 1) for k in (0, 1, 5)] == [
+        {"a": 1}, {"a": 1}, {"a": 1}, {"a": 1, "b": 1}, {"a": 1, "b": 1}, {"a": 1, "b": 1}]
+    assert [d1_s.at(P(e, k)) for e in (0, 1) for k in (0, 1)] == [{}, {"a": 1}, {}, {"b": 1}]
+    assert i1_s.at(P(1, 0)) == {} and i1_s.at(P(1, 1)) == {"a": 1, "b": 1}
+    assert out.at(0) == {"a": 2} and out.at(1) == {"b": 2}
+
+
+def test_root_feedback_is_dbsp_integrator():
+    """I(s) = s + z^-1(I(s)): a root cycle through the driver's z^-1."""
+    c = Circuit()
+    s = c.source()
+    fb = c.feedback("I")
+    total = fb.connect(plus(s, fb))
+    loop, direct = c.sink(total), c.sink(integrate(s))
+    rng = random.Random(7)
+    for t in range(10):
+        s.extend({rng.randrange(4): rng.choice([-1, 1, 2]) for _ in range(2)})
+        c.tick()
+        assert loop.at(t) == direct.at(t)
+
+
+def test_failed_tick_rolls_back_and_can_be_retried():
+    c = Circuit()
+    xs = c.source()
+    seen = []
+    out = c.sink(xs.map(lambda x: 10 // x), callback=lambda t, z: seen.append((t, z)))
+    xs.push(5)
+    c.tick()
+    xs.push(0)
+    xs.push(2)
+    with pytest.raises(UserFunctionError):
+        c.tick()
+    xs.push(0, -1)                      # the retraction cancels the bad record
+    assert c.tick() == 1
+    assert out.at(0) == {2: 1} and out.at(1) == {5: 1}
+    assert seen == [(0, {2: 1}), (1, {5: 1})]
+    xs.push(0)
+    with pytest.raises(UserFunctionError):
+        c.tick()
+    xs.session.discard(0)               # or withdraw it from the session
+    assert c.tick() == 2 and out.at(2) == {}
+
+
+# -- clock hooks ---------------------------------------------------------------------------
+
+def test_clock_hooks_by_scope():
+    c = Circuit()
+    xs = c.source("xs")
+    log = []
+    xs.node.on_clock_start(lambda sc, t: log.append(("root-node start", sc, t)))
+    xs.node.on_clock_stop(lambda sc, t: log.append(("root-node stop", sc, t)))
+    sub = c.child("chain")
+    x = sub.import_stream(xs)
+    fb = sub.feedback("next")
+    # x, x+1, x+2 ... up to 3: three iterations after the first
+    fb.connect(distinct_trace(plus(x, fb.filter(lambda v: v < 3).map(lambda v: v + 1))))
+    inner = sub.nodes[0]
+    inner.on_clock_start(lambda sc, t: log.append(("inner start", sc, t)))
+    inner.on_clock_stop(lambda sc, t: log.append(("inner stop", sc, t)))
+    xs.push(0)
+    c.tick()
+    assert log[0] == ("root-node start", 0, 0) and log[1] == ("inner start", 1, 0)
+    assert log[-2:] == [("root-node stop", 0, 0), ("inner stop", 1, 0)]
+    iterations = [(what, t) for what, sc, t in log[2:-2] if sc == 0]
+    # start/stop, well nested, one per iteration 0..4 (4: the change that dies out)
+    expected = []
+    for i in range(5):
+        expected += [("inner start", P(0, i)), ("inner stop", P(0, i))]
+    assert iterations == expected
+    log.clear()
+    c.tick()                                   # no input: iteration 0 only
+    assert [(w, t) for w, sc, t in log if w.startswith("inner") and sc == 0] == [
+        ("inner start", P(1, 0)),
+        ("inner stop", P(1, 0))]
+
+
+def test_sink_in_child_calls_back_in_time_order():
+    c = Circuit()
+    xs = c.source()
+    sub = c.child()
+    x = sub.import_stream(xs)
+    got = []
+    sub.sink(x, delay(x), callback=lambda t, a, b: got.append((t, a, b)))
+    xs.push("a")
+    c.tick()
+    assert got == [(P(0, 0), {"a": 1}, {}), (P(0, 1), {}, {"a": 1})]
+
+
+# -- recursion as a child circuit agrees with iterate ---------------------------------
+
+def _graph_changes(seed: int, epochs: int, nodes: int, per_epoch: int):
+    rng = random.Random(seed)
+    present: set = set()
+    for _ in range(epochs):
+        changes = []
+        for _ in range(per_epoch):
+            e = (rng.randrange(nodes), rng.randrange(nodes))
+            if e in present:
+                present.discard(e)
+                changes.append((e, -1))
+            elif (e, 1) not in changes:
+                present.add(e)
+                changes.append((e, 1))
+        yield changes
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), nodes=st.integers(3, 8), per_epoch=st.integers(1, 4))
+def test_agree_circuit_recursion_with_iterate_over_30_epochs(seed, nodes, per_epoch):
+    c = Circuit()
+    edges, roots = c.source("edges"), c.source("roots")
+    tc, reach = c.sink(_closure_circuit(c, edges)), c.sink(_reach_circuit(c, edges, roots))
+    tc_iter = transitive_closure(edges.collection).capture()
+    reach_iter = reachability(edges.collection, roots.collection).capture()
+    rng = random.Random(seed)
+    root_set: set = set()
+    for epoch, changes in enumerate(_graph_changes(seed, 30, nodes, per_epoch)):
+        for e, w in changes:
+            edges.push(e, w)
+        if rng.random() < 0.3:                      # roots come and go too
+            r = rng.randrange(nodes)
+            w = -1 if r in root_set else 1
+            (root_set.discard if w < 0 else root_set.add)(r)
+            roots.push(r, w)
+        t = c.tick()
+        assert tc.at(t) == {d: w for d, s, w in tc_iter.updates if s == t}
+        assert reach.at(t) == {d: w for d, s, w in reach_iter.updates if s == t}
+    assert tc.updates == tc_iter.updates and reach.updates == reach_iter.updates
+
+
+def test_closure_circuit_on_a_path_and_a_deletion():
+    c = Circuit()
+    edges = c.source()
+    out = c.sink(integrate(_closure_circuit(c, edges)))
+    for e in [(1, 2), (2, 3), (3, 4)]:
+        edges.push(e)
+    c.tick()
+    assert set(out.at(0)) == {(1, 2), (1, 3), (1, 4), (2, 3), (2, 4), (3, 4)}
+    edges.push((2, 3), -1)
+    c.tick()
+    assert out.at(1) == {(1, 2): 1, (3, 4): 1}
+
+
+# -- drawings ------------------------------------------------------------------------------
+
+def test_to_dot_shows_types_ids_clusters_and_delays():
+    c = Circuit("tc")
+    edges = c.source("edges")
+    c.sink(_closure_circuit(c, edges), name="paths")
+    dot = c.to_dot()
+    assert dot.startswith('digraph "tc"') and dot.rstrip().endswith("}")
+    assert "subgraph cluster_1" in dot and "child closure [1]" in dot
+    assert 'label="z^-1\\nfeedback [1, 1]"' in dot
+    assert "source [0]" in dot and "sink [2]" in dot and "import [1, 0]" in dot
+    assert "constraint=false" in dot                 # the back edge into feedback
+    assert 'label="export"' in dot
+
+
+def test_draw_makes_a_matplotlib_figure():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    c = Circuit("reach")
+    edges, roots = c.source("edges"), c.source("roots")
+    c.sink(_reach_circuit(c, edges, roots))
+    c.sink(delay(edges))
+    fig = c.draw()
+    ax = fig.axes[0]
+    texts = {t.get_text() for t in ax.texts}
+    assert "z$^{-1}$" in texts and "distinct_trace" in texts
+    assert any("child reach [2]" == t for t in texts)
+    assert any(t.startswith("feedback [2, ") for t in texts)
+    plt.close(fig)
+
+
+# -- the engine change proposed --------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, raises=AttributeError,
+                   reason="engine change proposed: a time-advancing linear operator "
+                          "(timely's delay) would let z^-1 at the root be an engine "
+                          "operator instead of the circuit driver's capture-and-replay")
+def test_engine_can_shift_a_collection_by_one_tick():
+    out = evaluate(lambda c: c.delay(lambda data, time: time + 1),
+                   [[("a", 0, 1), ("b", 2, 1)]])
+    assert out == [("a", 1, 1), ("b", 3, 1)]
+
+
+def test_agree_circuit_on_simulated_workers():
+    """The same circuit on 1 and 3 simulated workers: sinks, delays and child sinks
+    read every worker's shard."""
+    def build(workers):
+        c = Circuit(workers=workers)
+        edges = c.source("edges")
+        closure = _closure_circuit(c, edges)
+        sub = c.nodes[1].child
+        sinks = [c.sink(closure), c.sink(integrate(closure)), c.sink(delay(edges) - edges),
+                 sub.sink(sub.nodes[-1].outputs[0])]
+        return c, edges, sinks
+
+    runs = [build(w) for w in (1, 3)]
+    for changes in _graph_changes(5, 8, 6, 3):
+        for c, edges, _s in runs:
+            for e, w in changes:
+                edges.push(e, w)
+            c.tick()
+    (_c1, _e1, s1), (_c3, _e3, s3) = runs
+    for a, b in zip(s1, s3):
+        assert a.history() == b.history()
