@@ -24,6 +24,8 @@ _LAZY = {
     "Arranged": ("ddflow.collection", "Arranged"),
     "Variable": ("ddflow.collection", "Variable"),
     "LocalEngine": ("ddflow.engine.local", "LocalEngine"),
+    "SparkEngine": ("ddflow.engine.spark", "SparkEngine"),
+    "query": ("ddflow.query", "query"),
     "Product": ("lattice", "Product"),
     "AltNeu": ("lattice", "AltNeu"),
     "Antichain": ("lattice", "Antichain"),

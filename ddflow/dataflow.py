@@ -163,6 +163,12 @@ class InputSession:
             del self._pending[saved:]
             raise
 
+    def insert_dataframe(self, frame: Any, time: str | None = None,
+                         diff: str | None = None) -> int:
+        """Add the rows of a Spark DataFrame as updates (see `ddflow.engine.spark_io`)."""
+        from ddflow.engine.spark_io import feed_dataframe
+        return feed_dataframe(self, frame, time=time, diff=diff)
+
     def advance_to(self, time: Any) -> None:
         self._check_open("advance_to", None, time)
         self._check_time(time, None, "advance_to")
@@ -233,6 +239,16 @@ class Capture:
     def at(self, time: Any) -> dict[Any, Any]:
         """The accumulated collection at `time`: `{data: multiplicity}`."""
         return accumulate(self.updates, time)
+
+    def to_spark(self, spark: Any) -> Any:
+        """The updates as a Spark DataFrame (columns data, time, diff)."""
+        from ddflow.engine.spark_io import capture_to_spark
+        return capture_to_spark(self, spark)
+
+    def to_pandas(self) -> Any:
+        """The updates as a pandas DataFrame (columns data, time, diff)."""
+        from ddflow.engine.spark_io import capture_to_pandas
+        return capture_to_pandas(self)
 
     def is_final(self, time: Any) -> bool:
         """Whether the accumulation at `time` can no longer change."""
@@ -370,6 +386,11 @@ class Dataflow:
                 row["trace_records"] = sum(op.trace_records() for _w, op in group)
                 rows.append(row)
         return rows
+
+    def to_dot(self) -> str:
+        """The dataflow graph as graphviz text (see `ddflow.viz.to_dot`)."""
+        from ddflow.viz import to_dot
+        return to_dot(self)
 
     def total_work(self) -> int:
         """Records processed by all operators: records in plus trace records read."""

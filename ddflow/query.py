@@ -309,8 +309,10 @@ def query(rule: str, /, strategy: str | None = None, **relations: Any) -> Any:
     """The collection of the head tuples of `rule` over the given relations.
 
     `relations` maps each relation name of the body to a `Collection` of tuples (all
-    of one scope).  `strategy` is `"delta"`, `"generic"` or `"binary"`; `None`
-    picks `"delta"` for cyclic rules and `"binary"` for acyclic ones.
+    of one scope; a relation cannot be called `strategy`, the rule is positional).
+    `strategy` is `"delta"`, `"generic"` or `"binary"`; `None` picks `"delta"` for
+    cyclic rules and `"binary"` for acyclic ones.  Atoms with the same relation and
+    pattern share one filtered source and, under `"delta"`, its indices.
     """
     from ddflow.collection import Arranged, Collection
 
@@ -502,7 +504,7 @@ def _delta(sources: list, atoms: list, atom_sources: list, head: tuple, name: st
         stream = sources[atom_sources[i]]
         if not total:
             stream = Collection(Node(stream.dataflow, stream.scope, f"{tag}.stamp", "wcoj",
-                                     [stream.node], lambda w, ops: Stamp(f"{tag}.stamp")))
+                                     [stream.node], lambda w, ops, tag=tag: Stamp(f"{tag}.stamp")))
         for n, (arranged, label, make, key_of) in enumerate(ops):
             # The rule's last half join maps its outputs to head tuples itself.
             finish = hg if n == len(ops) - 1 else None

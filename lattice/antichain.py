@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator
 
 import attrs
+from sortedcontainers import SortedKeyList
 
 from lattice import join, less_equal, sort_key
 from lattice.errors import TimeError
@@ -128,10 +129,13 @@ class MutableAntichain:
     Antichain([5])
     """
 
-    __slots__ = ("_counts", "_frontier")
+    __slots__ = ("_counts", "_frontier", "_order")
 
     def __init__(self, updates: Iterable[tuple[Any, int]] = ()) -> None:
         self._counts: dict[Any, int] = {}
+        # The live times in a linear extension of the order: the frontier is then
+        # one scan keeping each time no earlier kept time is <= (no sort per update).
+        self._order = SortedKeyList(key=sort_key)
         self._frontier: Antichain = Antichain()
         self.update_iter(updates)
 
@@ -154,13 +158,27 @@ class MutableAntichain:
             pending[t] = n
         if not pending:
             return []
+        old = self._frontier
+        stale = False
         for t, n in pending.items():
+            had = t in counts
             if n:
                 counts[t] = n
-            else:
-                counts.pop(t, None)
-        old = self._frontier
-        self._frontier = Antichain(self._counts)
+                if not had:
+                    self._order.add(t)
+                    # A new time changes the frontier only if nothing in it is <= t.
+                    stale = stale or not old.less_equal(t)
+            elif had:
+                del counts[t]
+                self._order.remove(t)
+                stale = stale or t in old.elements
+        if not stale:
+            return []
+        kept: list = []
+        for t in self._order:
+            if not any(less_equal(k, t) for k in kept):
+                kept.append(t)
+        self._frontier = Antichain(kept)
         if old == self._frontier:
             return []
         out = [(t, -1) for t in old.elements if t not in self._frontier.elements]
@@ -183,6 +201,9 @@ class MutableAntichain:
         return f"MutableAntichain({dict(self._counts)!r})"
 
     def _check(self) -> None:
-        """Invariants: counts positive; the cached frontier is the counts' frontier."""
+        """Invariants: counts positive; the ordered index holds exactly the live times,
+        in `sort_key` order; the cached frontier is the counts' frontier."""
         assert all(n > 0 for n in self._counts.values()), self._counts
+        self._order._check()
+        assert list(self._order) == sorted(self._counts, key=sort_key), self._order
         assert self._frontier == Antichain(self._counts), (self._frontier, self._counts)

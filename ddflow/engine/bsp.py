@@ -175,7 +175,8 @@ class BSPEngine:
             self.supersteps += 1
             errors = [i["error"] for i in infos if "error" in i]
             if errors:
-                raise pickle.loads(errors[0])
+                exc, cause = pickle.loads(errors[0])
+                raise exc from cause
             moved = False
             sent_to = {}
             for info in infos:
@@ -220,7 +221,13 @@ def run_step_safely(index: int, state: ShardState | None, incoming: list, plan: 
     try:
         return step_shard(index, state, incoming, plan, ctx, shards)
     except DataflowError as exc:
-        return None, [], {"shard": index, "error": dumps(exc)}
+        # Pickling drops __cause__ (the user's original exception): carry it along.
+        cause = exc.__cause__
+        try:
+            payload = dumps((exc, cause))
+        except Exception:  # noqa: BLE001 - an unpicklable user exception
+            payload = dumps((exc, RuntimeError(repr(cause))))
+        return None, [], {"shard": index, "error": payload}
 
 
 class _OpView:

@@ -229,6 +229,8 @@ class SparkEngine(BSPEngine):
         self._previous = None
         self._keep = None
         self._owned = spark is None
+        #: What an executor runs to show it can import the project.
+        self._probe = _probe
 
     # -- session ---------------------------------------------------------------
     @property
@@ -250,7 +252,7 @@ class SparkEngine(BSPEngine):
         if self.checkpoint_every:
             sc.setCheckpointDir(self.checkpoint_dir or tempfile.mkdtemp(prefix="ddflow-ckpt-"))
         try:
-            sc.parallelize([0], 1).map(_probe).collect()
+            sc.parallelize([0], 1).map(self._probe).collect()
         except Exception as exc:  # noqa: BLE001 - Py4J wraps the executor's error
             raise EngineUnavailableError(
                 "Spark executors cannot import ddflow: install the project in the "

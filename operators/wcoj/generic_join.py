@@ -132,10 +132,10 @@ def generic_plan(atoms: Sequence[Sequence[str]], sources: Sequence[int],
 class _View:
     """One extender during one tick: count / propose / intersect over its state."""
 
-    __slots__ = ("key", "old", "d", "mode", "last")
+    __slots__ = ("old", "d", "mode", "last")
 
-    def __init__(self, key: Any, old: dict, d: dict, mode: str, last: bool) -> None:
-        self.key, self.old, self.d, self.mode, self.last = key, old, d, mode, last
+    def __init__(self, old: dict, d: dict, mode: str, last: bool) -> None:
+        self.old, self.d, self.mode, self.last = old, d, mode, last
 
     def count(self, k: Any) -> int:
         mode = self.mode
@@ -329,12 +329,12 @@ class GenericJoin(Operator):
         iid = (e.source, e.key_src, e.ext_src, e.last)
         old = self._index[iid]
         if e.mode == "old":
-            return _View(None, old, {}, "old", e.last)
+            return _View(old, {}, "old", e.last)
         vk = (iid, e.mode == "delta" or e.last)
         d = views.get(vk)
         if d is None:
             d = views[vk] = self._delta_view(iid, deltas[e.source], counting=e.mode == "delta")
-        return _View(None, old, d, e.mode, e.last)
+        return _View(old, d, e.mode, e.last)
 
     def _delta_view(self, iid: tuple, delta: dict, counting: bool) -> dict:
         """`key -> value -> x` for this tick's `Δ` of one index: the diff (for a

@@ -297,3 +297,18 @@ def test_benchmark_quick(tmp_path):
     # binary plan pays the hub's quadratic paths, and only the latter's state grows so.
     assert fits["delta"]["work_exponent"] < 1.6 < fits["binary"]["work_exponent"]
     assert fits["delta"]["held_exponent"] < 1.1 < fits["binary"]["held_exponent"]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_bsp_engine_two_shards(strategy):
+    # Operators pickled between supersteps, as a Spark partition holds them.
+    from ddflow.engine.bsp import InProcessShards
+    df = ddflow.Dataflow(engine=InProcessShards(shards=2))
+    s, g = df.new_collection()
+    cap = query(TRI, g=g, strategy=strategy).capture()
+    for e, ups in enumerate(EPOCHS):
+        for d, r in ups:
+            s.update(d, r)
+        s.advance_to(e + 1)
+        df.run()
+    assert cap.updates == EXPECTED
