@@ -25,7 +25,7 @@ _LAZY = {
     "Variable": ("ddflow.collection", "Variable"),
     "LocalEngine": ("ddflow.engine.local", "LocalEngine"),
     "SparkEngine": ("ddflow.engine.spark", "SparkEngine"),
-    "query": ("ddflow.query", "query"),
+    "query": ("ddflow.query", None),       # the module, callable as the function
     "Product": ("lattice", "Product"),
     "AltNeu": ("lattice", "AltNeu"),
     "Antichain": ("lattice", "Antichain"),
@@ -41,7 +41,9 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
         module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
+        value = importlib.import_module(module)
+        if attr is not None:
+            value = getattr(value, attr)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'ddflow' has no attribute {name!r}")

@@ -49,6 +49,8 @@ ddflow.query.QueryError: unknown relation 'h' (given: g)
 from __future__ import annotations
 
 import re
+import sys
+import types
 from typing import Any, Sequence
 
 import attrs
@@ -576,3 +578,15 @@ def wcoj_counters(df: Any) -> dict[str, int]:
 
 __all__ = ["query", "QueryError", "parse", "tokenize", "is_cyclic", "wcoj_counters",
            "STRATEGIES"]
+
+
+class _CallableModule(types.ModuleType):
+    """`ddflow.query` is both this module and, as the API promises, the function:
+    importing a submodule makes it the package's attribute, so the module itself
+    answers calls."""
+
+    def __call__(self, rule: str, /, strategy: str | None = None, **relations: Any) -> Any:
+        return query(rule, strategy=strategy, **relations)
+
+
+sys.modules[__name__].__class__ = _CallableModule

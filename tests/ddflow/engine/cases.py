@@ -25,6 +25,11 @@ def _bfs(e, r):
     return r.map(lambda n: (n, 0)).iterate(body)
 
 
+def _triangles(e):
+    import ddflow
+    return ddflow.query("tri(x, y, z) :- g(x, y), g(y, z), g(x, z)", g=e, strategy="delta")
+
+
 EDGE = st.tuples(st.integers(0, 5), st.integers(0, 5))
 
 #: name -> (build, strategy of the inputs); inputs are lists of update triples.
@@ -40,6 +45,7 @@ CASES = {
                st.tuples(keyed_updates("int"))),
     "reachability": (_reach, st.tuples(updates("int", data=EDGE, max_size=25),
                                        updates("int", data=st.integers(0, 5), max_size=3))),
+    "triangles_delta": (_triangles, st.tuples(updates("int", data=EDGE, max_size=25))),
     "bfs": (_bfs, st.tuples(updates("int", data=EDGE, max_size=25),
                             updates("int", data=st.integers(0, 5), max_size=3))),
 }
