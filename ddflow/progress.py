@@ -49,21 +49,35 @@ def meet_all(frontiers: Sequence[Antichain]) -> Antichain:
     return result
 
 
+def lower_by(frontier: Antichain, times: Sequence[Any]) -> Antichain:
+    """`frontier` met with `times`, allocating nothing when every time is already in
+    advance of it (the usual case for capabilities and queued messages)."""
+    extra = [t for t in times if not frontier.less_equal(t)]
+    if not extra:
+        return frontier
+    return Antichain(frontier.elements + tuple(extra))
+
+
 def input_frontiers(nodes: Sequence[ProgressNode]) -> dict[Any, tuple[Antichain, ...]]:
-    """The input frontier of every port of every node, as a tuple per node."""
+    """The input frontier of every port of every node, as a tuple per node.
+
+    Swept in creation order; a node reading a producer later in that order (a
+    feedback edge) reads last sweep's value, so sweeps repeat until no such value
+    changed: once for an acyclic graph, two or three times around a loop.
+    """
+    position = {id(n): i for i, n in enumerate(nodes)}
+    back_edges = [(n, p) for i, n in enumerate(nodes) for p in n.inputs
+                  if position[id(p)] >= i]
     out: dict[int, Antichain] = {id(n): EMPTY for n in nodes}
     ins: dict[Any, tuple[Antichain, ...]] = {}
-    changed = True
-    while changed:
-        changed = False
+    while True:
+        read = [out[id(p)] for _n, p in back_edges]
         for n in nodes:
             ports = []
             for p, producer in enumerate(n.inputs):
                 f = out[id(producer)]
                 queued = n.queued_times(p)
-                if queued:
-                    f = f.meet(Antichain(queued))
-                ports.append(f)
+                ports.append(lower_by(f, queued) if queued else f)
             if not n.inputs:
                 # A source: updates queued for it (a session's, or another shard's
                 # delivery) are pointstamps at its one external port.
@@ -75,8 +89,7 @@ def input_frontiers(nodes: Sequence[ProgressNode]) -> dict[Any, tuple[Antichain,
             f_out = n.summary(meet_all(ports_t)) if ports_t else EMPTY
             caps = n.capabilities()
             if caps:
-                f_out = f_out.meet(Antichain(caps))
-            if f_out != out[id(n)]:
-                out[id(n)] = f_out
-                changed = True
-    return ins
+                f_out = lower_by(f_out, caps) if f_out.elements else Antichain(caps)
+            out[id(n)] = f_out
+        if all(out[id(p)] == r for (_n, p), r in zip(back_edges, read)):
+            return ins

@@ -51,7 +51,8 @@ class Enter(Operator):
         self.emit([(d, Product(t, 0), r) for d, t, r in updates])
 
     def summary(self, frontier: Antichain) -> Antichain:
-        return Antichain(Product(t, 0) for t in frontier)
+        # t -> (t, 0) embeds the order (and sort_key order): the image stays minimal.
+        return Antichain._trusted(tuple(Product(t, 0) for t in frontier.elements))
 
 
 class EnterAt(Enter):
@@ -157,7 +158,9 @@ class Feedback(Operator):
         self.emit(out)
 
     def summary(self, frontier: Antichain) -> Antichain:
-        return Antichain(Product(t.outer, t.inner + 1) for t in frontier)
+        # Adding a round embeds the order (and sort_key order): the image stays minimal.
+        return Antichain._trusted(tuple(Product(t.outer, t.inner + 1)
+                                        for t in frontier.elements))
 
     # -- convergence diagnostics ----------------------------------------------
     def _remember(self, out: list[Update]) -> None:
