@@ -25,6 +25,7 @@ _LAZY = {
     "Variable": ("ddflow.collection", "Variable"),
     "LocalEngine": ("ddflow.engine.local", "LocalEngine"),
     "SparkEngine": ("ddflow.engine.spark", "SparkEngine"),
+    "Circuit": ("ddflow.circuit", "Circuit"),
     "query": ("ddflow.query", None),       # the module, callable as the function
     "Product": ("lattice", "Product"),
     "AltNeu": ("lattice", "AltNeu"),

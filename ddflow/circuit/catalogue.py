@@ -171,7 +171,7 @@ def inspect(callback: Callable[[list], Any], zset_: Stream) -> Stream:
     the stream changed, in time order.  The updates are seen by an engine `inspect`.
     """
     s = _stream(zset_, "inspect")
-    from ddflow.circuit.core import _Recorder
+    from ddflow.circuit.sinks import _Recorder
     rec = _Recorder(s.circuit, s.collection, "inspect")
     out = s.circuit._operator("inspect", [s], rec.collection, s.form)
     state = {"seen": 0, "running": {}}

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddflow.engine.shard import split_by_shard
+from ddflow.engine.shard import split_by_shard, visit
 from ddflow.errors import GraphError
 from ddflow.progress import input_frontiers
 from ddflow.sharding import shard_of
@@ -94,17 +94,8 @@ class LocalEngine:
             moved = False
             for node in nodes:
                 fr = frontiers[node]
-                changed = fr != node.last_frontier
                 for w, op in enumerate(node.shards):
-                    queues = node.queues[w]
-                    had = False
-                    for port, q in enumerate(queues):
-                        if q:
-                            queues[port] = []
-                            op.on_input(port, q)
-                            had = True
-                    if had or changed:
-                        op.on_frontier(fr)
+                    had = visit(op, node.queues[w], fr, node.last_frontier)
                     if op._out:
                         self._route(node, w, op.take_output())
                         moved = True

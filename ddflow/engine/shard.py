@@ -27,6 +27,20 @@ from ddflow.progress import input_frontiers
 from ddflow.sharding import shard_of
 
 
+def visit(op: Any, queues: list[list], frontier: Any, last_frontier: Any) -> bool:
+    """One operator's turn in a pass: deliver its queued batches, then tell it the
+    frontier if it received any or the frontier moved.  Whether it received any."""
+    had = False
+    for port, q in enumerate(queues):
+        if q:
+            queues[port] = []
+            op.on_input(port, q)
+            had = True
+    if had or frontier != last_frontier:
+        op.on_frontier(frontier)
+    return had
+
+
 def split_by_shard(updates: list, exchange: Callable[[Any], Any], shards: int,
                    consumer: str) -> dict[int, list]:
     """Group `updates` by the shard owning `exchange(data)`."""
@@ -146,15 +160,8 @@ def superstep(state: ShardState, plan: Plan, shard: int, shards: int,
         moved = False
         for pn in plan.nodes:
             i = pn.index
-            op, qs, fr = state.ops[i], state.queues[i], frontiers[i]
-            had = False
-            for port, q in enumerate(qs):
-                if q:
-                    qs[port] = []
-                    op.on_input(port, q)
-                    had = True
-            if had or fr != state.last[i]:
-                op.on_frontier(fr)
+            op, fr = state.ops[i], frontiers[i]
+            had = visit(op, state.queues[i], fr, state.last[i])
             state.last[i] = fr
             if op._out:
                 _route(pn, op.take_output(), state, shard, shards, outbox)
