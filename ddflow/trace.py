@@ -220,6 +220,23 @@ def _merge(batches: list[Batch], since: Antichain | None) -> Batch:
     for key, p in parts.items():
         if len(p) == 1:
             entries = p[0]
+            if advancing and len(entries) == 1:
+                # One entry (the usual key of a sparse batch): advance its time, and
+                # there is nothing to consolidate it with.
+                val, time, diff = entries[0]
+                if time not in fixed:
+                    a = moved.get(time)
+                    if a is None:
+                        a = advance_by(time, since)
+                        if a == time:
+                            fixed.add(time)
+                        else:
+                            moved[time] = a
+                    if a != time:
+                        entries = ((val, a, diff),)
+                data[key] = entries
+                n += 1
+                continue
             if advancing:
                 for _, time, _ in entries:
                     if time in fixed:
