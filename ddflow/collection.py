@@ -81,6 +81,11 @@ class Collection:
         for each `(y, t2, r2)` in `f(x)`."""
         return self._linear("join_function", f, name)
 
+    def delay(self, f: Callable[[Any, Any], Any], name: str | None = None) -> Collection:
+        """Each update `(d, t, r)` moves to time `f(d, t)`, which must be `>= t`
+        (a `TimeError` otherwise): `delay(lambda d, t: t + 1)` is a one-tick z^-1."""
+        return self._linear("delay", f, name)
+
     def negate(self, name: str | None = None) -> Collection:
         """Every diff negated."""
         return self._linear("negate", None, name)

@@ -5,7 +5,10 @@ update triple on its own and never waits for a frontier.  Every linear operator 
 an instance of seed 003's general one, `join_function(logic)`: an update
 `(d, t, r)` becomes `(d2, join(t, t2), r * r2)` for each `(d2, t2, r2)` in
 `logic(d)`.  `map`, `filter`, `flat_map`, `explode` and `negate` are the special
-cases with `t2` the minimum time, and are implemented directly for speed.
+cases with `t2` the minimum time, and are implemented directly for speed.  `delay`
+(differential dataflow's time-advancing operator) moves each update to a later time
+`f(d, t) >= t`; it is linear too, and since outputs never precede inputs the identity
+frontier summary stays a sound lower bound.
 
 Stages fuse (seed 003's `followed_by`): a chain of adjacent linear operators runs as
 one `Linear` operator applying its stages in order to each batch, with identical
@@ -29,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from lattice import Antichain, join
+from lattice import Antichain, TimeError, join, less_equal
 from operators.base import Operator, Update
 from ddflow.updates import consolidate_unsorted
 
@@ -54,6 +57,16 @@ def _join_function(fn: Callable, batch: list) -> list:
     return [(d2, join(t, t2), r * r2) for d, t, r in batch for d2, t2, r2 in fn(d)]
 
 
+def _delay(fn: Callable, batch: list) -> list:
+    out = []
+    for d, t, r in batch:
+        t2 = fn(d, t)
+        if not less_equal(t, t2):
+            raise TimeError(f"delay may only move a time forward, not from {t!r} to {t2!r}")
+        out.append((d, t2, r))
+    return out
+
+
 def _negate(fn: Any, batch: list) -> list:
     return [(d, t, -r) for d, t, r in batch]
 
@@ -67,6 +80,7 @@ def _inspect(fn: Callable, batch: list) -> list:
 _STAGES: dict[str, Callable[[Any, list], list]] = {
     "map": _map, "filter": _filter, "flat_map": _flat_map, "explode": _explode,
     "join_function": _join_function, "negate": _negate, "inspect": _inspect,
+    "delay": _delay,
 }
 
 Stage = tuple  # (kind, fn) or (kind, fn, on_frontier) for inspect

@@ -7,6 +7,8 @@ from __future__ import annotations
 import random
 
 import pytest
+
+import ddflow
 from hypothesis import given, settings, strategies as st
 
 from ddflow.algorithms.graphs import reachability, transitive_closure
@@ -346,14 +348,13 @@ def test_draw_makes_a_matplotlib_figure():
 
 # -- the engine change proposed --------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="engine change proposed: a time-advancing linear operator "
-                          "(timely's delay) would let z^-1 at the root be an engine "
-                          "operator instead of the circuit driver's capture-and-replay")
 def test_engine_can_shift_a_collection_by_one_tick():
     out = evaluate(lambda c: c.delay(lambda data, time: time + 1),
                    [[("a", 0, 1), ("b", 2, 1)]])
     assert out == [("a", 1, 1), ("b", 3, 1)]
+    with pytest.raises(ddflow.TimeError) as err:
+        evaluate(lambda c: c.delay(lambda data, time: time - 1, name="back"), [[("a", 2, 1)]])
+    assert err.value.operator == "back" and err.value.record == "a" and err.value.time == 2
 
 
 def test_agree_circuit_on_simulated_workers():

@@ -85,3 +85,22 @@ def test_join_function_seed_003_example():
     assert accumulate(out, 9) == {6: 3}
     assert accumulate(out, 100) == {}
     assert all(t == join(0, t) for _d, t, _r in out)
+
+
+@settings(max_examples=200)
+@given(inp=updates("product"), schedule=SCHEDULES)
+def test_oracle_delay(inp, schedule):
+    """`delay(f)`: an update at `s` counts at every `t >= f(d, s)`, with f(d, s) >= s."""
+    from lattice import Product
+
+    def f(d, s):
+        return Product(s.outer + d % 2, s.inner + d % 3)
+
+    out = evaluate(lambda c: c.delay(f), [inp], schedule=schedule)
+    seen = {u[1] for u in inp} | {u[1] for u in out} | {f(d, s) for d, s, _r in inp}
+    for t in join_closure(seen):
+        expected: dict = defaultdict(int)
+        for d, s, r in inp:
+            if less_equal(f(d, s), t):
+                expected[d] += r
+        assert accumulate_all(out, [t])[t] == {d: m for d, m in expected.items() if m}, t
