@@ -127,6 +127,8 @@ class Collection:
                         lambda w, ops: Arrange(by_self, node.name),
                         exchange=_self_key if by_self else _pair_key)
             self._arranged[by_self] = Arranged(self, node, by_self)
+            if self.dataflow._arrangement_log is not None:
+                self.dataflow._arrangement_log.append((self, by_self))
         return self._arranged[by_self]
 
     def join(self, other: Collection | Arranged, name: str | None = None) -> Collection:
@@ -343,6 +345,7 @@ class Variable:
             raise GraphError(f"Variable '{self.node.name}' set twice", operator=self.node.name)
         if result.scope is not self.scope:
             raise GraphError("Variable.set needs a collection of the variable's scope")
+        self.scope.dataflow._check_building()
         delta = result.concat(self.source.negate()) if self.source is not None else result
         self.node.inputs.append(delta.node)
         delta.node.consumers.append((self.node, 0))

@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from lattice import Antichain, Product, less_equal, minimum, same_lattice
 from ddflow.diff import check_diff
 from ddflow.errors import DataError, GraphError, SessionClosedError, TimeError
-from ddflow.updates import accumulate, consolidate, consolidate_unsorted
+from ddflow.updates import accumulate, consolidate
 from operators.base import Operator
 
 EMPTY = Antichain()
@@ -261,7 +261,7 @@ class Capture:
 class CaptureOp(Operator):
     """Sink recording every update and its input frontier."""
 
-    _state = ("updates",)
+    _append_only = ("updates",)
 
     def __init__(self, name: str = "capture") -> None:
         super().__init__(name)
@@ -269,6 +269,7 @@ class CaptureOp(Operator):
 
     def on_input(self, port: int, updates: list) -> None:
         self.records_in += len(updates)
+        self.consolidate(updates)       # refuses unhashable data before keeping any
         self.updates.extend(updates)
 
 
@@ -283,9 +284,8 @@ class InputOp(Operator):
 
     def on_input(self, port: int, updates: list) -> None:
         self.records_in += len(updates)
-        # Consolidate first: an update and its retraction in one step cancel, which
-        # is how a user withdraws a record that made the previous run() fail.
-        self.emit(consolidate_unsorted(updates))
+        # Consolidate first: an update and its retraction in one step cancel.
+        self.emit(self.consolidate(updates))
 
     def capabilities(self) -> Iterable[Any]:
         return self.frontier.elements
@@ -318,6 +318,7 @@ class Dataflow:
         self.engine = engine
         self._ids = 0
         self._compiled = False
+        self._arrangement_log: list | None = None
         self._loops = 0
 
     # -- building ------------------------------------------------------------
@@ -336,6 +337,7 @@ class Dataflow:
         `iterate` body leaves no half-wired loop behind)."""
         mark = len(self.nodes)
         n_captures = len(self.captures)
+        self._arrangement_log: list = []
         try:
             yield
         except BaseException:
@@ -344,7 +346,11 @@ class Dataflow:
             del self.captures[n_captures:]
             for node in self.nodes:
                 node.consumers = [(c, p) for c, p in node.consumers if id(c) not in added]
+            for collection, by_self in self._arrangement_log:
+                collection._arranged.pop(by_self, None)
             raise
+        finally:
+            self._arrangement_log = None
 
     def _next_id(self) -> int:
         self._ids += 1

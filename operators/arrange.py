@@ -33,22 +33,26 @@ class Arrange(Operator):
     """Seal complete updates into batches of a trace indexed by key."""
 
     _state = ("_buffer", "trace", "_upper", "_readers", "_since")
+    _caches = ("_caps", "_sealed_upto")
 
     def __init__(self, by_self: bool = False, name: str = "arrange_by_key") -> None:
         super().__init__(name)
         self.by_self = by_self
-        self._buffer: list[Update] = []
+        # Updates not yet sealed, by time: a pass only looks at the distinct times,
+        # so data buffered far in the future costs nothing until it becomes complete.
+        self._buffer: dict[Any, list[Update]] = {}
         self.trace = Trace()
         self._upper: Antichain | None = None
         self._readers: dict[int, Antichain | None] = {}
         self._since: Antichain | None = None
         self._caps: list | None = []
+        self._sealed_upto: Any = None
 
     # -- input ---------------------------------------------------------------
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
         if self.by_self:
-            self._buffer.extend(((d, ()), t, r) for d, t, r in updates)
+            updates = [((d, ()), t, r) for d, t, r in updates]
         else:
             for u in updates:
                 d = u[0]
@@ -57,34 +61,35 @@ class Arrange(Operator):
                         f"{self.name} needs (key, value) pairs, got a "
                         f"{type(d).__name__}" + (f" of length {len(d)}" if isinstance(d, tuple) else ""),
                         operator=self.name, record=d, time=u[1])
-            self._buffer.extend(updates)
-        self._caps = None
+        buffer = self._buffer
+        for u in updates:
+            bucket = buffer.get(u[1])
+            if bucket is None:
+                buffer[u[1]] = [u]
+                self._caps = None
+            else:
+                bucket.append(u)
 
     def capabilities(self) -> Iterable[Any]:
         if self._caps is None:
-            self._caps = list(Antichain(u[1] for u in self._buffer))
+            self._caps = list(Antichain(self._buffer))
         return self._caps
 
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         frontier = frontiers[0]
-        if not self._buffer:
+        buffer = self._buffer
+        if not buffer:
             self._upper = frontier
             return
-        if frontier.is_empty():
-            ready, rest = self._buffer, []
-        else:
-            # Few distinct times, many updates: decide completeness once per time.
-            pending = {t for t in {u[1] for u in self._buffer} if frontier.less_equal(t)}
-            if not pending:
-                ready, rest = self._buffer, []
-            elif len(pending) == len({u[1] for u in self._buffer}):
-                ready, rest = [], self._buffer
-            else:
-                ready, rest = [], []
-                for u in self._buffer:
-                    (rest if u[1] in pending else ready).append(u)
-        self._buffer = rest
-        self._caps = None
+        if frontier == self._sealed_upto:
+            return      # nothing buffered can have become complete
+        complete = [t for t in buffer if not frontier.less_equal(t)]
+        self._sealed_upto = frontier
+        ready: list[Update] = []
+        for t in complete:
+            ready.extend(buffer.pop(t))
+        if complete:
+            self._caps = None
         if ready:
             lower = self._upper if self._upper is not None else Antichain()
             batch = Batch.from_updates(ready, lower=_lower_of(lower, ready), upper=frontier)

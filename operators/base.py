@@ -24,10 +24,12 @@ step is undone by restoring every operator, so user errors leave nothing half-ap
 from __future__ import annotations
 
 import copy
+from collections import deque
 from typing import Any, Iterable, Sequence
 
 from lattice import Antichain
-from ddflow.errors import DataflowError, UserFunctionError
+from ddflow.errors import DataError, DataflowError, UserFunctionError
+from ddflow.updates import consolidate_unsorted
 
 Update = tuple  # (data, time, diff)
 
@@ -39,6 +41,10 @@ class Operator:
 
     #: Names of attributes holding mutable state, copied by `snapshot()`.
     _state: tuple[str, ...] = ()
+    #: Lists that only ever grow: snapshotted by length, truncated on restore.
+    _append_only: tuple[str, ...] = ()
+    #: Caches derived from the state: reset to None on restore.
+    _caches: tuple[str, ...] = ()
     n_inputs: int = 1
 
     def __init__(self, name: str) -> None:
@@ -112,6 +118,8 @@ class Operator:
         snap = {c: getattr(self, c) for c in _COUNTERS}
         for attr in self._state:
             snap[attr] = _copy_state(getattr(self, attr))
+        for attr in self._append_only:
+            snap[attr] = ("length", len(getattr(self, attr)))
         return snap
 
     def restore(self, snap: dict[str, Any]) -> None:
@@ -119,8 +127,27 @@ class Operator:
         for attr, value in snap.items():
             if attr in _COUNTERS:
                 setattr(self, attr, value)
+            elif value[0] == "length":
+                del getattr(self, attr)[value[1]:]
             else:
                 setattr(self, attr, _restore_state(getattr(self, attr), value))
+        for attr in self._caches:
+            setattr(self, attr, None)
+
+    def consolidate(self, updates: list[Update]) -> list[Update]:
+        """`consolidate_unsorted`, with unhashable data reported as a `DataError`
+        naming this operator and the record (data made by a user function)."""
+        try:
+            return consolidate_unsorted(updates)
+        except TypeError:
+            for u in updates:
+                try:
+                    hash(u[0])
+                except TypeError as exc:
+                    raise DataError(f"{self.name} produced unhashable data ({exc}); use "
+                                    "tuples, not lists or dicts", operator=self.name,
+                                    record=u[0], time=u[1]) from exc
+            raise
 
     def counters(self) -> dict[str, int]:
         return {c: getattr(self, c) for c in _COUNTERS}
@@ -131,8 +158,8 @@ def _copy_state(value: Any) -> Any:
     if snap is not None:
         return ("trace", snap())
     if isinstance(value, dict):
-        # dict of sets / lists (pending times, buffers): copy one level down.
-        return ("dict", {k: (copy.copy(v) if isinstance(v, (set, list, dict)) else v)
+        # dict of sets / lists / deques (pending times, buffers): copy one level down.
+        return ("dict", {k: (copy.copy(v) if isinstance(v, (set, list, dict, deque)) else v)
                          for k, v in value.items()})
     return ("copy", copy.copy(value))
 

@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 from lattice import Antichain, Product, sort_key
 from operators.base import Operator, Update
 from ddflow.errors import ConvergenceError
-from ddflow.updates import consolidate, consolidate_unsorted
+from ddflow.updates import consolidate
 
 #: Records kept per (outer time, round) in the loop log, for display.
 LOG_SAMPLE = 12
@@ -99,7 +99,7 @@ class Feedback(Operator):
     logged as a change).
     """
 
-    _state = ("log", "_recent", "_held")
+    _state = ("log", "_recent", "_held", "truncated")
 
     def __init__(self, max_rounds: int | None = None, on_limit: str = "raise",
                  name: str = "feedback") -> None:
@@ -108,7 +108,7 @@ class Feedback(Operator):
         super().__init__(name)
         self.max_rounds = max_rounds
         self.on_limit = on_limit
-        #: (outer time, round) -> [number of changes, sample of changed records]
+        #: (outer time, round) -> (number of changes, sample of changed records)
         self.log: dict[tuple, list] = {}
         self._recent: dict[Any, deque] = {}
         self._held: list[Update] = []
@@ -132,7 +132,7 @@ class Feedback(Operator):
             (rest if frontier.less_equal(u[1]) else ready).append(u)
         self._held = rest
         if ready:
-            self._forward(consolidate_unsorted(ready))
+            self._forward(self.consolidate(ready))
 
     def _forward(self, updates: list[Update]) -> None:
         out = []
@@ -145,13 +145,11 @@ class Feedback(Operator):
                     self.truncated += 1
                     continue
                 raise self._not_converged(t.outer, nxt.inner, updates)
-            entry = log.get((t.outer, nxt.inner))
-            if entry is None:
-                log[(t.outer, nxt.inner)] = [1, [(d, r)]]
-            else:
-                entry[0] += 1
-                if len(entry[1]) < LOG_SAMPLE:
-                    entry[1].append((d, r))
+            # Entries are immutable (count, sample) pairs, so a shallow copy of the
+            # log is a snapshot a failed step cannot reach into.
+            n, sample = log.get((t.outer, nxt.inner), (0, ()))
+            log[(t.outer, nxt.inner)] = (n + 1, sample + ((d, r),) if len(sample) < LOG_SAMPLE
+                                         else sample)
             out.append((d, nxt, r))
         if limit is not None:
             self._remember(out)

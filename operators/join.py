@@ -33,7 +33,6 @@ from typing import Any, Callable, Sequence
 from lattice import Antichain, join
 from operators.arrange import Arrange
 from operators.base import Operator, Update
-from ddflow.updates import consolidate_unsorted
 
 _KINDS = ("join", "map", "core", "semijoin")
 
@@ -79,7 +78,7 @@ class JoinCore(Operator):
                     for (k, b), tb, rb in d_right:
                         by_key.setdefault(k, []).append((b, tb, rb))
                     self._product(d_left, by_key.get, False, -1, out)
-            self.emit(consolidate_unsorted(out))
+            self.emit(self.consolidate(out))
         # Future right batches only meet the left trace at times in advance of the
         # right frontier, and vice versa: that is how far each may compact.
         self.left.advance_reader(self._rid_left, frontiers[1])

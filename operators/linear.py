@@ -34,7 +34,7 @@ from typing import Any, Callable, Sequence
 
 from lattice import Antichain, TimeError, join, less_equal
 from operators.base import Operator, Update
-from ddflow.updates import consolidate_unsorted
+from ddflow.diff import check_diff
 
 
 def _map(fn: Callable, batch: list) -> list:
@@ -49,12 +49,17 @@ def _flat_map(fn: Callable, batch: list) -> list:
     return [(d2, t, r) for d, t, r in batch for d2 in fn(d)]
 
 
+def _diff(r2: Any) -> Any:
+    # A user function's diff must be a semiring element, as a session's must.
+    return r2 if type(r2) is int else check_diff(r2)
+
+
 def _explode(fn: Callable, batch: list) -> list:
-    return [(d2, t, r * r2) for d, t, r in batch for d2, r2 in fn(d)]
+    return [(d2, t, r * _diff(r2)) for d, t, r in batch for d2, r2 in fn(d)]
 
 
 def _join_function(fn: Callable, batch: list) -> list:
-    return [(d2, join(t, t2), r * r2) for d, t, r in batch for d2, t2, r2 in fn(d)]
+    return [(d2, join(t, t2), r * _diff(r2)) for d, t, r in batch for d2, t2, r2 in fn(d)]
 
 
 def _delay(fn: Callable, batch: list) -> list:
@@ -115,7 +120,11 @@ class Linear(Operator):
         if self._frontier_watchers and frontiers[0] != self._last_frontier:
             self._last_frontier = frontiers[0]
             for watch in self._frontier_watchers:
-                watch(frontiers[0])
+                try:
+                    watch(frontiers[0])
+                except Exception as exc:  # noqa: BLE001 - user code
+                    raise self.user_error(exc, None, frontiers[0],
+                                          what="on_frontier callback of inspect") from exc
 
     def _blame(self, kind: str, fn: Any, batch: list, exc: Exception) -> Exception:
         """Re-run the failing stage record by record to name the culprit."""
@@ -162,4 +171,4 @@ class Consolidate(Operator):
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         if self._buffer:
             buffered, self._buffer = self._buffer, []
-            self.emit(consolidate_unsorted(buffered))
+            self.emit(self.consolidate(buffered))

@@ -50,7 +50,8 @@ Logic = Callable[[Any, list], Iterable[tuple]]
 class Reduce(Operator):
     """Apply `logic` per key at every time where the input accumulation changes."""
 
-    _state = ("_pending", "out_trace", "_upper", "_since")
+    _state = ("_pending", "_by_time", "out_trace", "_upper", "_since")
+    _caches = ("_caps",)
 
     def __init__(self, source: Arrange, logic: Logic, name: str = "reduce") -> None:
         super().__init__(name)
@@ -58,32 +59,41 @@ class Reduce(Operator):
         self.logic = logic
         self._rid = source.register_reader()
         self.out_trace = Trace()
-        self._pending: dict[Any, set] = {}
-        self._upper: Antichain | None = None
-        self._since: Antichain | None = None
+        self._pending: dict[Any, set] = {}      # key -> times to evaluate
+        self._by_time: dict[Any, set] = {}      # time -> keys pending there (the index
+        self._upper: Antichain | None = None    # that lets a pass skip keys whose
+        self._since: Antichain | None = None    # times all lie beyond the frontier)
         self._caps: list | None = []
 
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
-        pending = self._pending
         for (k, _v), t, _r in updates:
-            s = pending.get(k)
-            if s is None:
-                pending[k] = {t}
-            else:
-                s.add(t)
-        self._caps = None
+            self._add_pending(k, t)
+
+    def _add_pending(self, key: Any, t: Any) -> None:
+        s = self._pending.get(key)
+        if s is None:
+            self._pending[key] = {t}
+        elif t in s:
+            return
+        else:
+            s.add(t)
+        keys = self._by_time.get(t)
+        if keys is None:
+            self._by_time[t] = {key}
+            self._caps = None
+        else:
+            keys.add(key)
 
     def capabilities(self) -> Iterable[Any]:
         if self._caps is None:
-            self._caps = list(Antichain(t for ts in self._pending.values() for t in ts))
+            self._caps = list(Antichain(self._by_time))
         return self._caps
 
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         frontier = frontiers[0]
         emitted: list[Update] = []
-        if self._pending:
-            self._caps = None
+        if self._by_time:
             memo: dict = {}
 
             def beyond(t: Any) -> bool:
@@ -93,7 +103,12 @@ class Reduce(Operator):
                     b = memo[t] = frontier.less_equal(t)
                 return b
 
-            for key in list(self._pending):
+            # Only keys with a complete pending time can have anything to evaluate:
+            # every candidate time lies above a pending one.
+            keys: set = set()
+            for t in [t for t in self._by_time if not beyond(t)]:
+                keys |= self._by_time[t]
+            for key in keys:
                 self._reduce_key(key, beyond, emitted)
         if emitted:
             lower = self._upper if self._upper is not None else Antichain(u[1] for u in emitted)
@@ -117,11 +132,15 @@ class Reduce(Operator):
         others.update(t for _o, t, _r in outputs)
         candidates = joins_above(pending, others)
         ready = [u for u in candidates if not beyond(u)]
-        later = {u for u in candidates if beyond(u)}
-        if later:
-            self._pending[key] = later
-        else:
-            del self._pending[key]
+        for t in self._pending.pop(key):
+            keys = self._by_time[t]
+            keys.discard(key)
+            if not keys:
+                del self._by_time[t]
+                self._caps = None
+        for u in candidates:
+            if beyond(u):
+                self._add_pending(key, u)
         ready.sort(key=sort_key)
         outputs = list(outputs)
         for u in ready:
