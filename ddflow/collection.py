@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable
 from ddflow.dataflow import Capture, CaptureOp, Node, Scope
 from ddflow.errors import GraphError
 from operators.arrange import Arrange
+from operators.distinct_trace import DistinctTrace
 from operators.iterate import Enter, EnterAt, Feedback, Leave
 from operators.join import JoinCore
 from operators.linear import Concat, Consolidate, Linear
@@ -187,8 +188,11 @@ class Collection:
     def distinct_trace(self, name: str | None = None) -> Collection:
         """Seed 002's distinct for `Product(epoch, iteration)` times (the w1/w2/w3 rule);
         the same accumulations as `distinct`, reading only its input trace."""
-        from operators.distinct_trace import distinct_trace
-        return distinct_trace(self, name=name)
+        label = name or "distinct_trace"
+        source = self.arrange_by_self()
+        node = Node(self.dataflow, self.scope, label, "reduce", [source.node],
+                    lambda w, ops: DistinctTrace(ops(source.node), node.name))
+        return Collection(node)
 
     def threshold(self, f: Callable[[Any], Any], name: str | None = None) -> Collection:
         """Each record `x` with count `n` appears `f(n)` times."""

@@ -215,10 +215,10 @@ class DistinctTrace(Operator):
         self._advance(frontier)
 
     def _distinct_element(self, x: Any, frontier: Antichain, emitted: list[Update]) -> None:
-        complete = frontier.less_equal
+        incomplete = frontier.less_equal
         new = self._fresh.get(x, ())
         times = self._pending.get(x, ())
-        if all(complete(t) for t in new) and all(complete(t) for t in times):
+        if all(incomplete(t) for t in new) and all(incomplete(t) for t in times):
             return  # every time to visit lies above an incomplete one
         self._caps = None
         entries = self.source.trace.get(x)
@@ -229,8 +229,8 @@ class DistinctTrace(Operator):
             del self._fresh[x]
             times = set(times)
             times.update(revisit_times(new, {t for _v, t, _r in entries}))
-        ready = [t for t in times if not complete(t)]
-        later = {t for t in times if complete(t)}
+        ready = [t for t in times if not incomplete(t)]
+        later = {t for t in times if incomplete(t)}
         if later:
             self._pending[x] = later
         else:
@@ -324,20 +324,5 @@ def distinct_trace_step(batch_at_t: Iterable[tuple], trace_updates: Iterable[tup
     return out
 
 
-def distinct_trace(collection: Any, name: str | None = None) -> Any:
-    """`collection`'s distinct through `DistinctTrace` (times `Product(int, int)`).
-
-    Wired like `Collection.distinct`: arrange by self, then one operator node.
-    """
-    from ddflow.collection import Collection  # the front door: imported lazily
-    from ddflow.dataflow import Node
-
-    label = name or "distinct_trace"
-    arr = collection.arrange_by_self()
-    node = Node(collection.dataflow, collection.scope, label, "reduce", [arr.node],
-                lambda w, ops: DistinctTrace(ops(arr.node), node.name))
-    return Collection(node)
-
-
-__all__ = ["DistinctTrace", "distinct_trace", "distinct_rule", "distinct_incremental",
+__all__ = ["DistinctTrace", "distinct_rule", "distinct_incremental",
            "distinct_trace_step", "revisit_times"]

@@ -60,7 +60,7 @@ class Reduce(Operator):
         self._rid = source.register_reader()
         self.out_trace = Trace()
         self._pending: dict[Any, set] = {}      # key -> times to evaluate
-        self._by_time: dict[Any, set] = {}      # time -> keys pending there (the index
+        self._by_time: dict[Any, dict] = {}     # time -> keys pending there (the index
         self._upper: Antichain | None = None    # that lets a pass skip keys whose
         self._since: Antichain | None = None    # times all lie beyond the frontier)
         self._caps: list | None = []
@@ -80,10 +80,10 @@ class Reduce(Operator):
             s.add(t)
         keys = self._by_time.get(t)
         if keys is None:
-            self._by_time[t] = {key}
+            self._by_time[t] = {key: None}     # a dict: keys stay in arrival order
             self._caps = None
         else:
-            keys.add(key)
+            keys[key] = None
 
     def capabilities(self) -> Iterable[Any]:
         if self._caps is None:
@@ -105,9 +105,9 @@ class Reduce(Operator):
 
             # Only keys with a complete pending time can have anything to evaluate:
             # every candidate time lies above a pending one.
-            keys: set = set()
+            keys: dict = {}
             for t in [t for t in self._by_time if not beyond(t)]:
-                keys |= self._by_time[t]
+                keys.update(self._by_time[t])
             for key in keys:
                 self._reduce_key(key, beyond, emitted)
         if emitted:
@@ -134,7 +134,7 @@ class Reduce(Operator):
         ready = [u for u in candidates if not beyond(u)]
         for t in self._pending.pop(key):
             keys = self._by_time[t]
-            keys.discard(key)
+            keys.pop(key, None)
             if not keys:
                 del self._by_time[t]
                 self._caps = None

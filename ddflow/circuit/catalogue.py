@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from operators.reduce import count_logic, max_logic, min_logic, sum_logic
 from ddflow.circuit.core import DELTA, INTEGRAL, Circuit, Stream, TraceStream
 from ddflow.errors import GraphError
 from ddflow.updates import accumulate, consolidate as _consolidate, zset
@@ -329,27 +330,19 @@ def consolidate(trace: TraceStream | Stream) -> Stream:
 
 # -- non-linear, pointwise ---------------------------------------------------------------
 
-def _count(values: list) -> Any:
-    return sum(c for _v, c in values)
-
-
-def _sum(values: list) -> Any:
-    return sum(v * c for v, c in values)
-
-
-def _min(values: list) -> Any:
-    present = [v for v, c in values if c > 0]
-    return min(present) if present else None
-
-
-def _max(values: list) -> Any:
-    present = [v for v, c in values if c > 0]
-    return max(present) if present else None
+def _from_logic(logic: Callable[[Any, list], list]) -> Callable[[list], Any]:
+    """A reduce logic of `operators.reduce` (one `(value, 1)` or nothing) as a plain
+    aggregate: the engine's count/sum/min/max serve the catalogue, not copies."""
+    def aggregate_fn(values: list) -> Any:
+        out = logic(None, values)
+        return out[0][0] if out else None
+    return aggregate_fn
 
 
 #: Aggregate functions by name: each maps a key's `[(value, weight)]` to a result.
 AGGREGATES: dict[str, Callable[[list], Any]] = {
-    "count": _count, "sum": _sum, "min": _min, "max": _max}
+    "count": _from_logic(count_logic), "sum": _from_logic(sum_logic),
+    "min": _from_logic(min_logic), "max": _from_logic(max_logic)}
 
 
 def aggregate(function: str | Callable[[list], Any], indexed: Stream) -> Stream:
@@ -439,8 +432,7 @@ def _own_trace(name: str, s: Stream, trace: Any, coll: Any) -> bool:
 
 def _distinct_delta(s: Stream, coll: Any, name: str) -> Any:
     if s.circuit.depth == 1:
-        from operators.distinct_trace import distinct_trace as _engine_distinct_trace
-        return _engine_distinct_trace(coll, name=name)
+        return coll.distinct_trace(name=name)
     return coll.distinct(name=name)
 
 

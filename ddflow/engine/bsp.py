@@ -19,10 +19,10 @@ import pickle
 from typing import Any, Iterable
 
 from lattice import Antichain
-from ddflow.engine.local import _fuse_linear
+from ddflow.engine.local import prepare_graph
 from ddflow.engine.shard import (Plan, ShardState, frontiers_from, pointstamps,
                                  split_by_shard, superstep)
-from ddflow.errors import DataflowError, GraphError
+from ddflow.errors import DataflowError
 
 COUNTERS = ("records_in", "records_out", "batches_out", "work", "times_visited")
 
@@ -108,11 +108,7 @@ class BSPEngine:
     # -- compile ---------------------------------------------------------------------
     def compile(self, df: Any) -> None:
         self._prepare()
-        if df.fuse:
-            _fuse_linear(df)
-        for node in df.nodes:
-            if node.kind == "feedback" and not node.inputs:
-                raise GraphError(f"Variable '{node.name}' was never set()", operator=node.name)
+        prepare_graph(df)
         self.shards = self.requested_shards or self._default_shards()
         self.nodes = list(df.nodes)
         self.plan = Plan.of(self.nodes)

@@ -40,11 +40,7 @@ class LocalEngine:
 
     # -- compile -------------------------------------------------------------
     def compile(self, df: Any) -> None:
-        if df.fuse:
-            _fuse_linear(df)
-        for node in df.nodes:
-            if node.kind == "feedback" and not node.inputs:
-                raise GraphError(f"Variable '{node.name}' was never set()", operator=node.name)
+        prepare_graph(df)
         for node in df.nodes:
             node.shards = []
             for w in range(self.workers):
@@ -123,6 +119,16 @@ class LocalEngine:
     def captured(self, node: Any) -> list:
         """Every update a capture node has recorded, over all workers."""
         return [u for op in node.shards for u in op.updates]
+
+
+def prepare_graph(df: Any) -> None:
+    """What every engine does to a graph before its first run: refuse an unset
+    Variable (before touching anything), then fuse linear chains if asked."""
+    for node in df.nodes:
+        if node.kind == "feedback" and not node.inputs:
+            raise GraphError(f"Variable '{node.name}' was never set()", operator=node.name)
+    if df.fuse:
+        _fuse_linear(df)
 
 
 def _fuse_linear(df: Any) -> None:

@@ -22,7 +22,8 @@ Layout (after `../shared/spark-notes/FINDINGS.md`):
   driver as a record; the driver restores the state RDD of the step's start, gives
   the sessions their updates back and re-raises it, as the local engine does.
 
-Nothing outside this module imports pyspark.
+pyspark is imported only by the Spark engine's modules (this one, `spark_io`, and
+`bsp.dumps` for cloudpickle), and only when they run, never at import time.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, Iterable
 
-from ddflow.engine.bsp import BSPEngine, is_idle, run_step_safely
+from ddflow.engine.bsp import BSPEngine, dumps, is_idle, run_step_safely
 from ddflow.errors import EngineUnavailableError
 
 
@@ -169,15 +170,10 @@ def _task(index: int, records: Iterable, plan: Any, ctx: dict, shards: int) -> I
     else:
         state = pickle.loads(blob)
     new, messages, info = run_step_safely(index, state, incoming, plan, ctx, shards)
-    yield (index, ("S", blob if new is None else _dumps(new)))
+    yield (index, ("S", blob if new is None else dumps(new)))
     for dest, m in messages:
         yield (dest, ("M", m))
     yield (index, ("I", info))
-
-
-def _dumps(obj: Any) -> bytes:
-    from pyspark import cloudpickle
-    return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _is_state(r: tuple) -> bool:

@@ -10,6 +10,10 @@ captured output updates, consolidated.  `schedule` decides how the input arrives
 * `"reverse"`: like `"each"` with the updates of equal time in reverse order.
 
 Whatever the schedule, the accumulations must be the same (`test_batching_*`).
+And with the stepwise schedules, finality is checked too: after every `run()` the
+accumulation at each time the capture declares final (not in advance of its
+frontier) is recorded, and must never change afterwards; an engine that called a
+time complete too early fails here even when its final output is right.
 
 >>> out = evaluate(lambda c: c.map(lambda x: x * 2), [[(1, 0, 1), (2, 3, 1)]])
 >>> out
@@ -21,6 +25,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from lattice import meet, minimum, sort_key
+from ddflow.updates import accumulate
 
 
 def evaluate(build: Callable[..., Any], inputs: Sequence[Sequence[tuple]], *,
@@ -43,6 +48,7 @@ def evaluate(build: Callable[..., Any], inputs: Sequence[Sequence[tuple]], *,
         df = Dataflow(time=time, workers=workers, fuse=fuse)
     sessions, collections = zip(*(df.new_collection() for _ in inputs)) if inputs else ((), ())
     cap = build(*collections).capture()
+    finals = _Finality(inputs)
     if dataflow_out is not None:
         dataflow_out.append(df)
     if schedule == "once":
@@ -64,12 +70,37 @@ def evaluate(build: Callable[..., Any], inputs: Sequence[Sequence[tuple]], *,
                 for s in sessions:
                     s.advance_to(_forward(s.time, low))
             df.run()
+            finals.record(cap)
     else:
         raise ValueError(f"unknown schedule {schedule!r}")
     for s in sessions:
         s.close()
     df.run()
+    finals.verify(cap)
     return cap.updates
+
+
+class _Finality:
+    """Accumulations at times a capture called final, to check they never change."""
+
+    def __init__(self, inputs: Sequence[Sequence[tuple]]) -> None:
+        from lattice import join_closure
+        self.times = join_closure({u[1] for inp in inputs for u in inp})
+        self.seen: dict = {}
+
+    def record(self, cap: Any) -> None:
+        updates = cap.updates
+        for t in self.times:
+            if t not in self.seen and cap.is_final(t):
+                self.seen[t] = accumulate(updates, t)
+
+    def verify(self, cap: Any) -> None:
+        updates = cap.updates
+        for t, acc in self.seen.items():
+            now = accumulate(updates, t)
+            if now != acc:
+                raise AssertionError(f"the output at {t!r} was declared final as {acc!r} "
+                                     f"but later became {now!r}")
 
 
 def _forward(current: Any, low: Any) -> Any:

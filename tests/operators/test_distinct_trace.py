@@ -3,7 +3,6 @@ agreement with the general `distinct` (a `Reduce`), alone and inside a loop."""
 
 from __future__ import annotations
 
-import math
 import random
 
 import pytest
@@ -13,8 +12,12 @@ import ddflow
 from lattice import Antichain, Product as P, TimeError
 from ddflow.testing import check_law, evaluate
 from operators.arrange import Arrange
-from operators.distinct_trace import (DistinctTrace, distinct_incremental, distinct_trace,
+from operators.distinct_trace import (DistinctTrace, distinct_incremental,
                                       distinct_trace_step, revisit_times)
+
+
+def distinct_trace(c, name=None):
+    return c.distinct_trace(name=name)
 
 
 def _distinct(c):
@@ -352,7 +355,7 @@ def test_agree_reachability_in_a_loop(data):
     for epoch, acc in enumerate(got):
         assert acc == {x: 1 for x in _plain_reach(roots, _edges_at(epochs, epoch))}
     for df in (df_t, df_d):
-        assert math.isfinite(df.total_work()) and df.total_work() > 0
+        assert df.total_work() > 0
 
 
 def test_work_reachability_distinct_trace_vs_distinct(capsys):
@@ -367,7 +370,7 @@ def test_work_reachability_distinct_trace_vs_distinct(capsys):
     op_t, visits_t = _work(df_t, "distinct_trace")
     op_d, visits_d = _work(df_d, "distinct")
     for v in (df_t.total_work(), df_d.total_work(), op_t, op_d):
-        assert math.isfinite(v) and v > 0
+        assert v > 0
     # Both visit the join-closure of each element's input times; distinct_trace reads
     # only the input there, the Reduce also its output trace.  Measured on five
     # workloads (150 to 1000 nodes): 15-20% less operator work, 5-10% less in total.
