@@ -54,7 +54,7 @@ import attrs
 
 from lattice import Antichain
 from operators.base import Operator, Update
-from operators.wcoj.delta import key_getter, tuple_getter
+from operators.wcoj.plan import key_getter, tuple_getter
 from ddflow.errors import TimeError
 from ddflow.updates import consolidate_unsorted
 
