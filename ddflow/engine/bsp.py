@@ -16,7 +16,7 @@ call, so what runs in a Spark task is exactly what the in-process tests check.
 from __future__ import annotations
 
 import pickle
-from typing import Any, Iterable
+from typing import Any
 
 from lattice import Antichain
 from ddflow.engine.local import prepare_graph

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
 
 import ddflow
 from lattice import Antichain, Product

@@ -19,7 +19,6 @@ change per round.
 
 from __future__ import annotations
 
-import pytest
 
 import ddflow
 

@@ -12,7 +12,6 @@ backend themselves (`%matplotlib inline`), which renders PNGs without one.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from lattice import Product as P
 from ddflow.testing import evaluate, join_closure
-from tests.strategies import SCHEDULES, assert_law, by_key, keyed_updates, updates
+from tests.strategies import SCHEDULES, assert_law, by_key, keyed_updates
 
 KINDS = st.sampled_from(["product", "product3", "int"])
 

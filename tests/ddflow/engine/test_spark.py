@@ -15,7 +15,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import ddflow
-from ddflow.engine import spark as spark_engine
 from ddflow.engine.spark import SparkEngine, check_environment
 from ddflow.errors import EngineUnavailableError
 from ddflow.testing import evaluate
