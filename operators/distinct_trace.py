@@ -173,7 +173,8 @@ class DistinctTrace(Operator):
     rule on four sums of the element's input, and it emits records `x`.
     """
 
-    _state = ("_fresh", "_pending", "_since")
+    _state = ("_fresh", "_pending", "_by_time", "_since")
+    _caches = ("_caps",)
 
     def __init__(self, source: Arrange, name: str = "distinct_trace") -> None:
         super().__init__(name)
@@ -181,8 +182,28 @@ class DistinctTrace(Operator):
         self._rid = source.register_reader()
         self._fresh: dict[Any, set] = {}     # element -> new input times, not yet joined
         self._pending: dict[Any, set] = {}   # element -> times to visit (joins done)
+        # time -> elements with a fresh or pending time there (in arrival order): a
+        # pass visits only elements that have a newly complete time.
+        self._by_time: dict[Any, dict] = {}
         self._since: Antichain | None = None
         self._caps: list | None = []
+
+    def _index(self, x: Any, t: Any) -> None:
+        elements = self._by_time.get(t)
+        if elements is None:
+            self._by_time[t] = {x: None}
+            self._caps = None
+        else:
+            elements[x] = None
+
+    def _unindex(self, x: Any, times: Iterable[Any]) -> None:
+        for t in times:
+            elements = self._by_time.get(t)
+            if elements is not None:
+                elements.pop(x, None)
+                if not elements:
+                    del self._by_time[t]
+                    self._caps = None
 
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
@@ -195,21 +216,22 @@ class DistinctTrace(Operator):
                 fresh[x] = {t}
             else:
                 s.add(t)
-        self._caps = None
+            self._index(x, t)
 
     def capabilities(self) -> Iterable[Any]:
         # A fresh time lies below every revisit time it will add.
         if self._caps is None:
-            self._caps = list(Antichain(t for d in (self._fresh, self._pending)
-                                        for ts in d.values() for t in ts))
+            self._caps = list(Antichain(self._by_time))
         return self._caps
 
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         frontier = frontiers[0]
-        if self._fresh or self._pending:
+        if self._by_time:
             emitted: list[Update] = []
-            fresh = self._fresh
-            for x in [*fresh, *(x for x in self._pending if x not in fresh)]:
+            elements: dict = {}
+            for t in [t for t in self._by_time if not frontier.less_equal(t)]:
+                elements.update(self._by_time[t])
+            for x in elements:
                 self._distinct_element(x, frontier, emitted)
             self.emit(emitted)
         self._advance(frontier)
@@ -220,7 +242,7 @@ class DistinctTrace(Operator):
         times = self._pending.get(x, ())
         if all(incomplete(t) for t in new) and all(incomplete(t) for t in times):
             return  # every time to visit lies above an incomplete one
-        self._caps = None
+        self._unindex(x, [*new, *times])
         entries = self.source.trace.get(x)
         if new:
             # A new time is in advance of every frontier seen since it arrived, and
@@ -233,6 +255,8 @@ class DistinctTrace(Operator):
         later = {t for t in times if incomplete(t)}
         if later:
             self._pending[x] = later
+            for t in later:
+                self._index(x, t)
         else:
             self._pending.pop(x, None)
         ready.sort(key=sort_key)
@@ -255,10 +279,6 @@ class DistinctTrace(Operator):
         if back != self._since:
             self._since = back
             self.source.advance_reader(self._rid, back)
-
-    def restore(self, snap: dict[str, Any]) -> None:
-        super().restore(snap)
-        self._caps = None
 
 
 # -- the rule as pure functions (seed 002's own examples) ------------------------
