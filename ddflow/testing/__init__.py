@@ -6,13 +6,13 @@ plain function at every time of the join-closure of the times involved: the
 accumulation law every ddflow operator answers to.
 """
 
-from ddflow.testing.times import (TIME_KINDS, antichains, minimum_of,
+from ddflow.testing.times import (TIME_KINDS, antichains, grid, minimum_of,
                                   nonempty_antichains, times)
 from ddflow.testing.updates import keyed_updates, updates
 from ddflow.testing.oracle import accumulate_all, check_law, join_closure
 from ddflow.testing.harness import evaluate
 
 __all__ = [
-    "TIME_KINDS", "times", "minimum_of", "antichains", "nonempty_antichains",
+    "TIME_KINDS", "times", "grid", "minimum_of", "antichains", "nonempty_antichains",
     "updates", "keyed_updates", "check_law", "join_closure", "accumulate_all", "evaluate",
 ]

@@ -32,6 +32,25 @@ def times(kind: str = "product", max_value: int = 3) -> st.SearchStrategy[Any]:
     raise ValueError(f"unknown time kind {kind!r}; expected one of {TIME_KINDS}")
 
 
+def grid(kind: str, max_value: int) -> list[Any]:
+    """Every time of the lattice named by `kind` with components in `0..max_value`:
+    a sublattice (closed under join and meet), for exhaustive checks on small grids.
+
+    >>> len(grid("product", 2)), grid("int", 2)
+    (9, [0, 1, 2])
+    """
+    r = range(max_value + 1)
+    if kind == "int":
+        return list(r)
+    if kind == "product":
+        return [Product(a, b) for a in r for b in r]
+    if kind == "product3":
+        return [Product(Product(a, b), c) for a in r for b in r for c in r]
+    if kind == "altneu":
+        return [AltNeu(Product(a, b), n) for a in r for b in r for n in (False, True)]
+    raise ValueError(f"unknown time kind {kind!r}; expected one of {TIME_KINDS}")
+
+
 def minimum_of(kind: str) -> Any:
     """The least time of the lattice named by `kind`."""
     return {"int": 0, "product": Product(0, 0),

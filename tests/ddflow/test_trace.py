@@ -19,23 +19,11 @@ from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition,
 from ddflow.diff import DiffVector
 from ddflow.errors import BatchError, CompactionError, DataError, DiffError
 from ddflow.testing import antichains, keyed_updates, minimum_of, nonempty_antichains
+from ddflow.testing.times import grid
 from ddflow.trace import Batch, Trace
 from ddflow.updates import accumulate, consolidate
-from lattice import AltNeu, Antichain, Product, advance_by, sort_key
+from lattice import Antichain, Product, advance_by, sort_key
 
-
-def grid(kind: str, n: int) -> list:
-    """Every time of lattice `kind` with components in `0..n`."""
-    r = range(n + 1)
-    if kind == "int":
-        return list(r)
-    if kind == "product":
-        return [Product(a, b) for a in r for b in r]
-    if kind == "product3":
-        return [Product(Product(a, b), c) for a in r for b in r for c in r]
-    if kind == "altneu":
-        return [AltNeu(Product(a, b), n) for a in r for b in r for n in (False, True)]
-    raise ValueError(kind)
 
 
 def trace_of(ups, kind="product") -> Trace:

@@ -23,6 +23,7 @@ from lattice import (AltNeu, Antichain, Product, join, less_equal, less_than, me
                      minimum, same_lattice, sort_key)
 from lattice.errors import DataflowError, TimeError
 from ddflow.testing.times import TIME_KINDS, minimum_of, times
+from ddflow.testing.times import grid as all_times
 
 LAW = settings(max_examples=500)
 kinds = pytest.mark.parametrize("kind", TIME_KINDS)
@@ -32,20 +33,6 @@ def draw3(data: st.DataObject, kind: str) -> tuple[Any, Any, Any]:
     t = times(kind)
     return data.draw(t, label="a"), data.draw(t, label="b"), data.draw(t, label="c")
 
-
-def all_times(kind: str, m: int) -> list[Any]:
-    """Every time of `kind` with components in `0..m` (a sublattice: closed under
-    join and meet)."""
-    r = range(m + 1)
-    if kind == "int":
-        return list(r)
-    if kind == "product":
-        return [Product(a, b) for a in r for b in r]
-    if kind == "product3":
-        return [Product(Product(a, b), c) for a in r for b in r for c in r]
-    if kind == "altneu":
-        return [AltNeu(Product(a, b), n) for a in r for b in r for n in (False, True)]
-    raise ValueError(kind)
 
 
 # Grid sizes for the exhaustive checks: 6, 16, 27 and 18 times.
