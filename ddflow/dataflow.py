@@ -59,7 +59,8 @@ class Scope:
 
 
 class Node:
-    """One operator of the graph, instantiated once per shard (worker) by the engine."""
+    """One operator of the graph, as described: engines instantiate it once per shard
+    (worker) with `factory(shard, lookup)` and keep the instances themselves."""
 
     def __init__(self, dataflow: Dataflow, scope: Scope, name: str, kind: str,
                  inputs: Sequence[Node], factory: Callable[[int, Callable], Operator],
@@ -75,24 +76,9 @@ class Node:
         self.exchange = exchange
         self.consumers: list[tuple[Node, int]] = []
         self.stages: list = []
-        self.shards: list[Operator] = []
-        self.queues: list[list[list]] = []
-        self.last_frontier: Any = None
         for port, producer in enumerate(self.inputs):
             producer.consumers.append((self, port))
         dataflow.nodes.append(self)
-
-    # -- what progress tracking asks (ddflow.progress.ProgressNode) -------------
-    def capabilities(self) -> list:
-        if len(self.shards) == 1:
-            return list(self.shards[0].capabilities())
-        return [t for op in self.shards for t in op.capabilities()]
-
-    def queued_times(self, port: int) -> list:
-        return [u[1] for q in self.queues for u in q[port]]
-
-    def summary(self, frontier: Antichain) -> Antichain:
-        return self.shards[0].summary(frontier)
 
     def __repr__(self) -> str:
         return f"Node({self.id}, {self.name!r})"
@@ -201,8 +187,14 @@ class InputSession:
         return self.take_pending()
 
     def take_pending(self) -> list[tuple]:
+        """Withdraw and return every pending update (what an engine does at a step)."""
         pending, self._pending = self._pending, []
         return pending
+
+    def restore_pending(self, updates: list[tuple]) -> None:
+        """Give back updates taken by `take_pending` (a failed step), ahead of any
+        given since, so nothing is lost and the order is kept."""
+        self._pending[:0] = updates
 
     def _check_open(self, what: str, data: Any, time: Any) -> None:
         if self.closed:
@@ -233,7 +225,7 @@ class Capture:
 
     @property
     def frontier(self) -> Antichain:
-        f = self.node.last_frontier
+        f = self.dataflow.engine.frontier(self.node)
         return f[0] if f else Antichain([self.node.scope.minimum])
 
     def at(self, time: Any) -> dict[Any, Any]:
@@ -368,6 +360,11 @@ class Dataflow:
         On any error the step is rolled back and the sessions keep their updates, so
         nothing is lost and nothing is half-applied.
         """
+        if not self._compiled:
+            from ddflow.engine.plan import prepare
+            prepare(self)
+            self.engine.compile(self)
+            self._compiled = True
         self.engine.run(self)
 
     def step(self) -> None:

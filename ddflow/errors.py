@@ -46,6 +46,11 @@ class ConvergenceError(DataflowError):
     """An `iterate` loop reached `max_rounds` without reaching a fixpoint."""
 
 
+class ProgressError(DataflowError):
+    """Progress bookkeeping broke: a pointstamp was released that was never held
+    (an engine bug, never a user's: please report it)."""
+
+
 class EngineUnavailableError(DataflowError):
     """An engine cannot start: Spark or Java missing, master unreachable, ..."""
 
@@ -53,5 +58,5 @@ class EngineUnavailableError(DataflowError):
 __all__ = [
     "DataflowError", "TimeError", "DataError", "DiffError", "CompactionError",
     "BatchError", "SessionClosedError", "GraphError", "UserFunctionError",
-    "ConvergenceError", "EngineUnavailableError",
+    "ConvergenceError", "ProgressError", "EngineUnavailableError",
 ]

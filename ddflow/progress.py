@@ -1,95 +1,348 @@
-"""Progress tracking: which times may still appear where, across scopes and loops.
+"""Progress tracking: which times may still appear where, kept up to date by counts.
 
-A *pointstamp* is a time at a place in the graph where data may yet come from: an
-input session's current time, an update queued on an edge, or an operator's
-capability (a buffered update, a pending reduce time).  The frontier at an
-operator's input is the set of minimal times that any pointstamp can still reach it
-with, after the time changes along the way: an `Enter` adds round 0, a `Leave` drops
-the round, and a `Feedback` edge adds one round.  Times not in advance of that
-frontier are complete there.
+A *pointstamp* is a time at a place of the graph where data may yet come from: an
+operator's capability (a buffered update, a pending reduce time, an input session's
+time) sits at the operator's output; a batch queued for an operator sits at one of
+its input ports.  The frontier at an input port is the set of minimal times that any
+pointstamp can still reach it with, after the time changes along the way.
 
-`input_frontiers` computes them all at once, as the greatest fixed point of
+The scheme is the one of timely dataflow's progress tracking (Murray, McSherry,
+Isaacs, Isard, Barham, Abadi: "Naiad: a timely dataflow system", SOSP 2013; and
+timely's `progress/reachability.rs`):
 
-    out(n) = summary_n(meet of n's input frontiers) meet caps(n)
-    in(n, p) = out(producer of p) meet (times queued at p)
+* How an operator moves times is a `Summary`: `Enter` appends round 0, `Leave`
+  drops the round, `Feedback` adds one round, every other operator is the identity.
+  Summaries compose, and compare, so the least ways of getting from one place to
+  another are an antichain of summaries, computed **once**, when a plan is compiled
+  (`path_summaries`).  Around a loop every lap adds a round, so a lap never yields
+  a new least summary and the computation stops.
+* A `Tracker` keeps, for every input port, how many pointstamps reach it at each
+  time (the pointstamp's time mapped by each path summary).  A change of a count
+  somewhere is pushed to exactly the ports it reaches; a port's frontier (the
+  minimal times of positive count) is recomputed only when a time joins below it
+  or one of its own elements leaves.  Nothing is ever swept from scratch.
 
-swept in creation order (a topological order once feedback edges are cut).  Around a
-loop every lap adds a round, so the sweep settles after a second lap.  Nothing here
-counts empty rounds: a loop is done for an outer time exactly when no pointstamp at
-that time remains, however many rounds it took to get there.
+The semantics are those of the fixed point the previous version swept for: a time is
+complete at a port exactly when no pointstamp can reach the port at or before it.
+Nothing here counts empty rounds: a loop is done for an outer time exactly when no
+pointstamp at that time remains, however many rounds it took to get there.
+
+>>> from lattice import Product as P
+>>> loop = NEXT_ROUND.then(NEXT_ROUND)
+>>> loop, loop.apply(P(3, 1)), ENTER.then(loop).then(LEAVE).apply(7)
+(Summary(pop=0, add=2, push=()), Product(3, 3), 7)
+>>> NEXT_ROUND.less_equal(loop), loop.less_equal(NEXT_ROUND)
+(True, False)
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Protocol, Sequence
+from collections import Counter
+from operator import itemgetter
+from typing import Any, Iterable, Sequence
 
-from lattice import Antichain
+import attrs
+
+from lattice import Antichain, Product, less_equal, sort_key
+from ddflow.errors import ProgressError
 
 EMPTY = Antichain()
 
 
-class ProgressNode(Protocol):
-    inputs: Sequence[Any]
+@attrs.frozen(slots=True)
+class Summary:
+    """How a path moves a time, in a normal form: drop `pop` rounds, add `add` to the
+    innermost round left, then append the rounds `push` (one per scope entered).
 
-    def capabilities(self) -> Iterable[Any]: ...
-    def queued_times(self, port: int) -> Iterable[Any]: ...
-    def summary(self, frontier: Antichain) -> Antichain: ...
+    Every word over enter / leave / next-round has this form: a round added and then
+    dropped leaves no trace, and entering then leaving is the identity.
+    """
+
+    pop: int = 0
+    add: int = 0
+    push: tuple = ()
+
+    def apply(self, t: Any) -> Any:
+        for _ in range(self.pop):
+            t = t.outer
+        if self.add:
+            t = Product(t.outer, t.inner + self.add)
+        for r in self.push:
+            t = Product(t, r)
+        return t
+
+    def then(self, other: Summary) -> Summary:
+        """This summary followed by `other`."""
+        if other.pop <= len(self.push):
+            kept = list(self.push[:len(self.push) - other.pop])
+            if kept:
+                kept[-1] += other.add
+                return Summary(self.pop, self.add, tuple(kept) + other.push)
+            return Summary(self.pop, self.add + other.add, other.push)
+        # `other` leaves scopes this path did not enter: what it added there is gone.
+        return Summary(self.pop + other.pop - len(self.push), other.add, other.push)
+
+    def less_equal(self, other: Summary) -> bool:
+        """`self(t) <= other(t)` for every `t`, judged only for summaries of the same
+        shape (the others are kept side by side, which is merely conservative)."""
+        return (self.pop == other.pop and len(self.push) == len(other.push)
+                and self.add <= other.add
+                and all(a <= b for a, b in zip(self.push, other.push)))
 
 
-def meet_all(frontiers: Sequence[Antichain]) -> Antichain:
-    """The meet of several frontiers (cheap when they are equal, the common case)."""
-    if not frontiers:
-        return EMPTY
-    first = frontiers[0]
-    result = first
-    for f in frontiers[1:]:
-        if f is result or f == result or f.is_empty():
-            continue
-        result = f if result.is_empty() else result.meet(f)
+IDENTITY = Summary()
+ENTER = Summary(push=(0,))
+LEAVE = Summary(pop=1)
+NEXT_ROUND = Summary(add=1)
+
+
+def _insert_summary(antichain: list, s: Summary) -> bool:
+    """Add `s` to a list of incomparable summaries; whether it was new and least."""
+    if any(k.less_equal(s) for k in antichain):
+        return False
+    antichain[:] = [k for k in antichain if not s.less_equal(k)]
+    antichain.append(s)
+    return True
+
+
+def path_summaries(inputs: Sequence[Sequence[int]], steps: Sequence[Summary]
+                   ) -> list[list[tuple[int, tuple[Summary, ...]]]]:
+    """For every location, the ports it reaches and the least summaries of the paths.
+
+    Node `i` reads from the nodes `inputs[i]` (port `p` from `inputs[i][p]`) and moves
+    times by `steps[i]` from any input port to its output.  Locations are numbered:
+    node `i`'s output is location `i`; its input ports follow, `ports[i][p]` (see
+    `port_numbers`).  A port reaches itself by the identity.
+    """
+    ports = port_numbers(inputs)
+    n = len(inputs)
+    consumers: list[list[int]] = [[] for _ in range(n)]        # output -> ports read it
+    for i, ins in enumerate(inputs):
+        for p, producer in enumerate(ins):
+            consumers[producer].append(ports[i][p])
+    node_of_port = {port: i for i, ps in enumerate(ports) for port in ps}
+    result: list[list[tuple[int, tuple[Summary, ...]]]] = []
+    for location in range(n + sum(len(ps) for ps in ports)):
+        reached: dict[int, list] = {}
+        # Work list of (port, summary from `location` to that port).
+        if location < n:
+            work = [(port, IDENTITY) for port in consumers[location]]
+        else:
+            work = [(location, IDENTITY)]
+        while work:
+            port, s = work.pop()
+            if not _insert_summary(reached.setdefault(port, []), s):
+                continue
+            i = node_of_port[port]
+            onward = s.then(steps[i])
+            work.extend((q, onward) for q in consumers[i])
+        result.append([(port, tuple(ss)) for port, ss in sorted(reached.items())])
     return result
 
 
-def lower_by(frontier: Antichain, times: Sequence[Any]) -> Antichain:
-    """`frontier` met with `times`, allocating nothing when every time is already in
-    advance of it (the usual case for capabilities and queued messages)."""
-    extra = [t for t in times if not frontier.less_equal(t)]
-    if not extra:
-        return frontier
-    return Antichain(frontier.elements + tuple(extra))
+def port_numbers(inputs: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+    """The location number of each node's input ports (a source has one, external)."""
+    ports, nxt = [], len(inputs)
+    for ins in inputs:
+        k = max(1, len(ins))
+        ports.append(tuple(range(nxt, nxt + k)))
+        nxt += k
+    return ports
 
 
-def input_frontiers(nodes: Sequence[ProgressNode]) -> dict[Any, tuple[Antichain, ...]]:
-    """The input frontier of every port of every node, as a tuple per node.
+class Tracker:
+    """Pointstamp counts at every location, and the frontier at every input port.
 
-    Swept in creation order; a node reading a producer later in that order (a
-    feedback edge) reads last sweep's value, so sweeps repeat until no such value
-    changed: once for an acyclic graph, two or three times around a loop.
+    `update(location, time, delta)` records a change (say an operator's new
+    capability, or a batch queued at a port, counted once per distinct time);
+    `propagate()` pushes the recorded changes along the path summaries and returns the
+    nodes whose input frontier may have moved.  `frontiers(node)` reads them.
+
+    >>> from lattice import Product as P
+    >>> # a loop: 0 = enter, 1 = the body (reads enter and feedback), 2 = feedback
+    >>> tr = Tracker.of([[], [0, 2], [1]], [ENTER, IDENTITY, NEXT_ROUND])
+    >>> tr.update(0, P(5, 0), +1)        # the enter may still emit at (5, 0)
+    >>> sorted(tr.propagate())
+    [1, 2]
+    >>> tr.frontiers(1), tr.frontiers(2)
+    ((Antichain([Product(5, 0)]), Antichain([Product(5, 1)])), (Antichain([Product(5, 0)]),))
+    >>> tr.update(0, P(5, 0), -1); _ = tr.propagate(); tr.frontiers(1)
+    (Antichain([]), Antichain([]))
     """
-    position = {id(n): i for i, n in enumerate(nodes)}
-    back_edges = [(n, p) for i, n in enumerate(nodes) for p in n.inputs
-                  if position[id(p)] >= i]
-    out: dict[int, Antichain] = {id(n): EMPTY for n in nodes}
-    ins: dict[Any, tuple[Antichain, ...]] = {}
-    while True:
-        read = [out[id(p)] for _n, p in back_edges]
-        for n in nodes:
-            ports = []
-            for p, producer in enumerate(n.inputs):
-                f = out[id(producer)]
-                queued = n.queued_times(p)
-                ports.append(lower_by(f, queued) if queued else f)
-            if not n.inputs:
-                # A source: updates queued for it (a session's, or another shard's
-                # delivery) are pointstamps at its one external port.
-                queued = n.queued_times(0)
-                if queued:
-                    ports.append(Antichain(queued))
-            ports_t = tuple(ports)
-            ins[n] = ports_t
-            f_out = n.summary(meet_all(ports_t)) if ports_t else EMPTY
-            caps = n.capabilities()
-            if caps:
-                f_out = lower_by(f_out, caps) if f_out.elements else Antichain(caps)
-            out[id(n)] = f_out
-        if all(out[id(p)] == r for (_n, p), r in zip(back_edges, read)):
-            return ins
+
+    @classmethod
+    def of(cls, inputs: Sequence[Sequence[int]], steps: Sequence[Summary]) -> Tracker:
+        """A tracker for a graph given as each node's producers and summary."""
+        return cls(port_numbers(inputs), path_summaries(inputs, steps))
+
+    def __init__(self, ports: Sequence[tuple[int, ...]],
+                 reach: Sequence[Sequence[tuple[int, tuple[Summary, ...]]]]) -> None:
+        self.ports = ports
+        self.reach = reach
+        n_locations = len(self.reach)
+        # The reach split for the hot loop: ports reached unchanged, and the others.
+        self._direct = [tuple(port for port, ss in r if IDENTITY in ss) for r in reach]
+        self._moved_by = [tuple((port, s) for port, ss in r for s in ss if s != IDENTITY)
+                          for r in reach]
+        self.node_of = [0] * n_locations
+        for i, ps in enumerate(self.ports):
+            for port in ps:
+                self.node_of[port] = i
+        #: location -> {time: pointstamps there}, and the minimal times of those
+        self.stamps: list[dict] = [{} for _ in range(n_locations)]
+        self._own: list[Antichain] = [EMPTY] * n_locations
+        #: port -> {time: locations whose minimal pointstamps reach it at that time}
+        self.counts: list[dict] = [{} for _ in range(n_locations)]
+        self._frontier: list[Antichain] = [EMPTY] * n_locations
+        self._stale: set[int] = set()
+        self._changes: dict[tuple[int, Any], int] = {}
+        #: counters: pointstamp changes, location frontier changes pushed, port
+        #: counts touched, port frontiers rebuilt
+        self.changed = self.pushed = self.touched = self.rebuilt = 0
+
+    # -- recording ---------------------------------------------------------------
+    def update(self, location: int, time: Any, delta: int) -> None:
+        key = (location, time)
+        n = self._changes.get(key, 0) + delta
+        if n:
+            self._changes[key] = n
+        else:
+            self._changes.pop(key, None)
+
+    def update_counts(self, location: int, counts: dict, sign: int = 1) -> None:
+        changes = self._changes
+        for time, n in counts.items():
+            key = (location, time)
+            m = changes.get(key, 0) + sign * n
+            if m:
+                changes[key] = m
+            else:
+                changes.pop(key, None)
+
+    def propagate(self) -> set[int]:
+        """Apply the recorded changes; the nodes whose input frontier may have moved.
+
+        Only a change of a location's own frontier travels: a batch queued at a time
+        its port already holds reaches nobody new.
+        """
+        changes, self._changes = self._changes, {}
+        if not changes:
+            return set()
+        self.changed += len(changes)
+        stamps, own_frontier = self.stamps, self._own
+        dirty: set[int] = set()
+        for (location, time), delta in changes.items():
+            own = stamps[location]
+            old = own.get(time, 0)
+            m = old + delta
+            if m < 0:
+                raise ProgressError(f"pointstamp count of {time!r} at location {location} "
+                                    f"would become {m}", time=time)
+            if m:
+                own[time] = m
+            else:
+                del own[time]
+            if location in dirty:
+                continue
+            if (old == 0 and not own_frontier[location].less_equal(time)) or (
+                    m == 0 and time in own_frontier[location].elements):
+                dirty.add(location)
+        if not dirty:
+            return set()
+        # The frontier changes of the dirty locations, summed per (port, time) first: a
+        # batch moving from one port to the next adds and removes the same time
+        # downstream, and that must not look like a move.
+        net: dict[tuple[int, Any], int] = {}
+        get = net.get
+        direct, moved_by = self._direct, self._moved_by
+        for location in dirty:
+            old_f = own_frontier[location].elements
+            new_f = _minimal_positive(stamps[location])
+            own_frontier[location] = new_f
+            new_e = new_f.elements
+            diff = [(t, -1) for t in old_f if t not in new_e]
+            diff += [(t, 1) for t in new_e if t not in old_f]
+            self.pushed += len(diff)
+            for time, delta in diff:
+                for port in direct[location]:
+                    key = (port, time)
+                    net[key] = get(key, 0) + delta
+                for port, s in moved_by[location]:
+                    key = (port, s.apply(time))
+                    net[key] = get(key, 0) + delta
+        moved: set[int] = set()
+        counts, frontier, stale = self.counts, self._frontier, self._stale
+        self.touched += len(net)
+        for (port, t), delta in net.items():
+            if not delta:
+                continue
+            c = counts[port]
+            old = c.get(t, 0)
+            new = old + delta
+            if new:
+                c[t] = new
+            else:
+                del c[t]
+            if port in stale:
+                continue
+            if old <= 0 < new:
+                # A new time lowers the frontier only if nothing there is <= it.
+                if not frontier[port].less_equal(t):
+                    stale.add(port)
+                    moved.add(self.node_of[port])
+            elif new <= 0 < old and t in frontier[port].elements:
+                stale.add(port)
+                moved.add(self.node_of[port])
+        return moved
+
+    # -- reading -------------------------------------------------------------------
+    def frontier(self, port: int) -> Antichain:
+        if port in self._stale:
+            self._stale.discard(port)
+            self._frontier[port] = _minimal_positive(self.counts[port])
+            self.rebuilt += 1
+        return self._frontier[port]
+
+    def frontiers(self, node: int) -> tuple[Antichain, ...]:
+        return tuple(self.frontier(port) for port in self.ports[node])
+
+    def _check(self) -> None:
+        """Invariants: no pending change, counts positive, each location's frontier is
+        that of its pointstamps, each port's count is the number of locations whose
+        frontier reaches it at that time, and port frontiers match the counts."""
+        assert not self._changes, self._changes
+        expect: list[dict] = [{} for _ in self.counts]
+        for location, own in enumerate(self.stamps):
+            assert all(n > 0 for n in own.values()), own
+            assert self._own[location] == Antichain(own), (location, own)
+            for time in self._own[location]:
+                for port, summaries in self.reach[location]:
+                    for s in summaries:
+                        t = s.apply(time)
+                        expect[port][t] = expect[port].get(t, 0) + 1
+        assert expect == self.counts, (expect, self.counts)
+        for port in range(len(self.counts)):
+            assert self.frontier(port) == Antichain(self.counts[port]), port
+
+
+def _minimal_positive(counts: dict) -> Antichain:
+    """The minimal times of a count table (whose counts are all positive)."""
+    if not counts:
+        return EMPTY
+    times = iter(counts)
+    first = next(times)
+    if type(first) is int:
+        return Antichain._trusted((min(counts),))
+    kept: list = []
+    for t in sorted(counts, key=sort_key):
+        if not any(less_equal(k, t) for k in kept):
+            kept.append(t)
+    return Antichain._trusted(tuple(kept))
+
+
+def time_counts(updates: Iterable[tuple]) -> dict:
+    """How many updates of a batch sit at each time: the batch's pointstamps."""
+    return Counter(map(_time_of, updates))
+
+
+_time_of = itemgetter(1)

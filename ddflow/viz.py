@@ -88,7 +88,7 @@ def node_frontier(node: Node) -> Antichain | None:
         for s in df.sessions:
             if s.node is node:
                 return s.frontier() if df._compiled else None
-    last = node.last_frontier
+    last = df.engine.frontier(node) if df._compiled else None
     if last is None:
         return None
     out = Antichain()
@@ -100,9 +100,9 @@ def node_frontier(node: Node) -> Antichain | None:
 def node_trace_records(node: Node) -> int:
     """Records held in the traces of `node`, summed over workers (0 before any run)."""
     # Engines that keep operators elsewhere (Spark) hand out views of them.
-    ops = getattr(node.dataflow.engine, "operators", None)
-    shards = ops(node) if ops is not None and node.dataflow._compiled else node.shards
-    return sum(op.trace_records() for op in shards)
+    if not node.dataflow._compiled:
+        return 0
+    return sum(op.trace_records() for op in node.dataflow.engine.operators(node))
 
 
 def _label_lines(node: Node) -> list[str]:

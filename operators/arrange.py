@@ -75,6 +75,11 @@ class Arrange(Operator):
             self._caps = list(Antichain(self._buffer))
         return self._caps
 
+    def wants_frontier(self) -> bool:
+        # Only buffered updates wait for the frontier; an empty arrangement's next
+        # batch simply starts where its last one ended.
+        return bool(self._buffer)
+
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         frontier = frontiers[0]
         buffer = self._buffer
@@ -92,7 +97,8 @@ class Arrange(Operator):
             self._caps = None
         if ready:
             lower = self._upper if self._upper is not None else Antichain()
-            batch = Batch.from_updates(ready, lower=_lower_of(lower, ready), upper=frontier)
+            batch = Batch.from_updates(ready, lower=_lower_of(lower, ready, frontier),
+                                       upper=frontier)
             self.trace.insert(batch)
             self.emit(_batch_updates(batch))
         self._upper = frontier
@@ -122,10 +128,12 @@ class Arrange(Operator):
         return self.trace.record_count()
 
 
-def _lower_of(lower: Antichain, ready: list[Update]) -> Antichain:
-    # The first batch has no previous upper: its lower is the least of its times.
+def _lower_of(lower: Antichain, ready: list[Update], upper: Antichain) -> Antichain:
+    """A batch's lower bound: the previous batch's upper, or for the first batch the
+    least of its times and of its upper (under a partial order a time of the batch
+    may be incomparable with the upper's elements, and lower must precede upper)."""
     if lower.is_empty() and ready:
-        return Antichain(u[1] for u in ready)
+        return Antichain([u[1] for u in ready] + list(upper.elements))
     return lower
 
 

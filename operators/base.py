@@ -29,6 +29,7 @@ from typing import Any, Iterable, Sequence
 
 from lattice import Antichain
 from ddflow.errors import DataError, DataflowError, UserFunctionError
+from ddflow.progress import IDENTITY, Summary
 from ddflow.updates import consolidate_unsorted
 
 Update = tuple  # (data, time, diff)
@@ -46,6 +47,10 @@ class Operator:
     #: Caches derived from the state: reset to None on restore.
     _caches: tuple[str, ...] = ()
     n_inputs: int = 1
+    #: How the operator moves times from input to output, for progress tracking: the
+    #: identity for operators whose outputs are at (or after) their input times; scope
+    #: boundaries and feedback edges say otherwise (enter, leave, +1 round).
+    summary: Summary = IDENTITY
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -67,17 +72,15 @@ class Operator:
         """Times at which this operator may still emit without new input."""
         return ()
 
+    def wants_frontier(self) -> bool:
+        """Whether a move of the input frontier alone gives it something to do (the
+        engine then skips visits that would only tell it the frontier)."""
+        return type(self).on_frontier is not Operator.on_frontier
+
     def trace_records(self) -> int:
         """Records held in traces this operator owns."""
         return 0
 
-    def summary(self, frontier: Antichain) -> Antichain:
-        """The least output times reachable from input times in `frontier`.
-
-        Identity for operators whose outputs are at (or after) their input times;
-        scope boundaries and feedback edges override it (enter, leave, +1 round).
-        """
-        return frontier
 
     # -- output --------------------------------------------------------------
     def emit(self, updates: list[Update]) -> None:
@@ -114,6 +117,21 @@ class Operator:
         return err
 
     # -- rollback ------------------------------------------------------------
+    def checkpoint(self) -> None:
+        """Remember the state, so that `rollback()` can return to it (idempotent
+        until `commit()` or `rollback()`)."""
+        if getattr(self, "_checkpoint", None) is None:
+            self._checkpoint = self.snapshot()
+
+    def rollback(self) -> None:
+        snap = getattr(self, "_checkpoint", None)
+        if snap is not None:
+            self.restore(snap)
+        self._checkpoint = None
+
+    def commit(self) -> None:
+        self._checkpoint = None
+
     def snapshot(self) -> dict[str, Any]:
         snap = {c: getattr(self, c) for c in _COUNTERS}
         for attr in self._state:

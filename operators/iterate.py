@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 from lattice import Antichain, Product, sort_key
 from operators.base import Operator, Update
 from ddflow.errors import ConvergenceError
+from ddflow.progress import ENTER, LEAVE, NEXT_ROUND
 from ddflow.updates import consolidate
 
 #: Records kept per (outer time, round) in the loop log, for display.
@@ -43,6 +44,8 @@ _PERIOD_WINDOW = 8
 class Enter(Operator):
     """`t -> Product(t, 0)`: an outer collection seen inside a loop."""
 
+    summary = ENTER
+
     def __init__(self, name: str = "enter") -> None:
         super().__init__(name)
 
@@ -50,9 +53,6 @@ class Enter(Operator):
         self.records_in += len(updates)
         self.emit([(d, Product(t, 0), r) for d, t, r in updates])
 
-    def summary(self, frontier: Antichain) -> Antichain:
-        # t -> (t, 0) embeds the order (and sort_key order): the image stays minimal.
-        return Antichain._trusted(tuple(Product(t, 0) for t in frontier.elements))
 
 
 class EnterAt(Enter):
@@ -79,6 +79,8 @@ class EnterAt(Enter):
 class Leave(Operator):
     """`Product(t, r) -> t`: the loop's changes of every round, seen outside."""
 
+    summary = LEAVE
+
     def __init__(self, name: str = "leave") -> None:
         super().__init__(name)
 
@@ -86,8 +88,6 @@ class Leave(Operator):
         self.records_in += len(updates)
         self.emit([(d, t.outer, r) for d, t, r in updates])
 
-    def summary(self, frontier: Antichain) -> Antichain:
-        return Antichain(t.outer for t in frontier)
 
 
 class Feedback(Operator):
@@ -100,6 +100,7 @@ class Feedback(Operator):
     """
 
     _state = ("log", "_recent", "_held", "truncated")
+    summary = NEXT_ROUND
 
     def __init__(self, max_rounds: int | None = None, on_limit: str = "raise",
                  name: str = "feedback") -> None:
@@ -122,6 +123,9 @@ class Feedback(Operator):
         if not self._held:
             return []
         return list(Antichain(Product(t.outer, t.inner + 1) for _d, t, _r in self._held))
+
+    def wants_frontier(self) -> bool:
+        return bool(self._held)
 
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         if not self._held:
@@ -155,10 +159,6 @@ class Feedback(Operator):
             self._remember(out)
         self.emit(out)
 
-    def summary(self, frontier: Antichain) -> Antichain:
-        # Adding a round embeds the order (and sort_key order): the image stays minimal.
-        return Antichain._trusted(tuple(Product(t.outer, t.inner + 1)
-                                        for t in frontier.elements))
 
     # -- convergence diagnostics ----------------------------------------------
     def _remember(self, out: list[Update]) -> None:

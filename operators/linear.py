@@ -116,6 +116,9 @@ class Linear(Operator):
                 return
         self.emit(batch)
 
+    def wants_frontier(self) -> bool:
+        return bool(self._frontier_watchers)
+
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         if self._frontier_watchers and frontiers[0] != self._last_frontier:
             self._last_frontier = frontiers[0]
@@ -167,6 +170,9 @@ class Consolidate(Operator):
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
         self._buffer.extend(updates)
+
+    def wants_frontier(self) -> bool:
+        return bool(self._buffer)
 
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         if self._buffer:

@@ -24,7 +24,7 @@ The built-in logics below give differential dataflow's `count`, `sum`, `min`,
 `max`, `distinct` and `threshold`.
 
 >>> from lattice import Antichain, Product as P
->>> from operators.arrange import Arrange
+>>> from operators.arrange import Arrange, _lower_of
 >>> arr = Arrange(by_self=True)
 >>> red = Reduce(arr, count_logic, name="count")
 >>> arr.on_input(0, [("k", P(1, 0), 1), ("k", P(0, 1), 1)])
@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Sequence
 
 from lattice import Antichain, joins_above, less_equal, sort_key
-from operators.arrange import Arrange
+from operators.arrange import Arrange, _lower_of
 from operators.base import Operator, Update
 from ddflow.errors import DataError
 from ddflow.trace import Batch, Trace
@@ -111,7 +111,8 @@ class Reduce(Operator):
             for key in keys:
                 self._reduce_key(key, beyond, emitted)
         if emitted:
-            lower = self._upper if self._upper is not None else Antichain(u[1] for u in emitted)
+            lower = self._upper if self._upper is not None else _lower_of(Antichain(), emitted,
+                                                                          frontier)
             self.out_trace.insert(Batch.from_updates(emitted, lower=lower, upper=frontier))
             self.emit(emitted)
         self._upper = frontier

@@ -2,10 +2,10 @@
 
 The driver keeps only the graph and a small summary per shard (capabilities and
 queued message times, for progress tracking; counters, for metrics).  Each
-superstep, every shard receives the messages addressed to it, runs passes until it
-is locally quiescent (`ddflow.engine.shard.superstep`), and reports its summary and
-its outgoing messages.  The run ends when a superstep moved nothing and the frontiers
-stood still.
+superstep, every shard receives the messages addressed to it, runs the pass loop of
+its `Worker` (`ddflow.engine.worker`, the same loop the local engine runs) until it is
+locally quiescent, and reports its summary and its outgoing messages.  The run
+ends when a superstep moved nothing and the frontiers stood still.
 
 Where the shards live is the executor's business: `InProcessShards` keeps them in a
 list (it makes the superstep logic testable without a cluster), the Spark engine
@@ -16,20 +16,27 @@ call, so what runs in a Spark task is exactly what the in-process tests check.
 from __future__ import annotations
 
 import pickle
+from collections import Counter
 from typing import Any
 
 from lattice import Antichain
-from ddflow.engine.local import prepare_graph
-from ddflow.engine.shard import (Plan, ShardState, frontiers_from, pointstamps,
-                                 split_by_shard, superstep)
+from ddflow.engine.plan import Plan, instantiate
+from ddflow.engine.worker import Worker, split_by_shard
 from ddflow.errors import DataflowError
 
 COUNTERS = ("records_in", "records_out", "batches_out", "work", "times_visited")
 
 
-def step_shard(index: int, state: ShardState | None, incoming: list, plan: Plan,
+def step_shard(index: int, state: Worker | None, incoming: list, plan: Plan,
                ctx: dict, shards: int) -> tuple[Any, list, dict]:
     """One shard's superstep.  `state` None means "idle, not unpickled".
+
+    The shard's worker receives the messages addressed to it, the inputs' frontiers
+    and the other shards' pointstamps as reported (they can only have moved forward
+    since, and anything they send stems from them), then runs its pass loop until it
+    is locally quiescent: a whole key-local fixpoint can finish in one superstep, and
+    no time is treated as complete too early.  Messages for other shards are counted
+    as this shard's pointstamps until it hands them over at the end.
 
     Returns `(new state or None if unchanged, outgoing messages, info)`; an outgoing
     message is `(dest, (src, seq, node, port, updates))`.
@@ -37,30 +44,31 @@ def step_shard(index: int, state: ShardState | None, incoming: list, plan: Plan,
     if state is None:
         return None, [], {"shard": index, "skipped": True}
     incoming = sorted(incoming, key=lambda m: (m[0], m[1]))
+    routed = state.routed
     for _src, _seq, i, port, ups in incoming:
-        state.queues[i][port].extend(ups)
+        state.enqueue(index, i, port, ups)
     for i, frontier in ctx["inputs"].items():
-        state.ops[i].frontier = frontier
-    others_caps: dict = {}
-    others_queued: dict = {}
+        state.set_input_frontier(i, frontier)
+    external: dict = {}
     for s, (caps, queued) in ctx["stamps"].items():
         if s == index:
             continue
         for i, ts in caps.items():
-            others_caps.setdefault(i, []).extend(ts)
-        for k, ts in queued.items():
-            others_queued.setdefault(k, []).extend(ts)
-    outbox, moved = superstep(state, plan, index, shards, others_caps, others_queued)
-    caps, queued = pointstamps(state)
-    sent = {(dest, i, port): list(Antichain(u[1] for u in ups))
-            for (dest, i, port), ups in outbox.items()}
+            external.setdefault(i, Counter()).update(ts)
+        for (i, port), ts in queued.items():
+            external.setdefault(plan.ports[i][port], Counter()).update(ts)
+    state.set_external(external)
+    state.drain()
+    outbox = state.take_outbox()
+    caps, queued = state.pointstamps()
+    sent = {key: list(Antichain(u[1] for u in ups)) for key, ups in outbox.items()}
     messages = [(dest, (index, seq, i, port, ups))
                 for seq, ((dest, i, port), ups) in enumerate(sorted(outbox.items(),
                                                                     key=lambda kv: kv[0]))]
-    info = {"shard": index, "moved": moved or bool(incoming), "caps": caps,
-            "queued": queued, "sent": sent,
+    info = {"shard": index, "moved": state.routed != routed or bool(incoming),
+            "caps": caps, "queued": queued, "sent": sent,
             "counters": [[getattr(op, c) for c in COUNTERS] + [op.trace_records()]
-                         for op in state.ops]}
+                         for op in state.ops[0]]}
     return state, messages, info
 
 
@@ -108,44 +116,34 @@ class BSPEngine:
     # -- compile ---------------------------------------------------------------------
     def compile(self, df: Any) -> None:
         self._prepare()
-        prepare_graph(df)
         self.shards = self.requested_shards or self._default_shards()
         self.nodes = list(df.nodes)
-        self.plan = Plan.of(self.nodes)
         self.index = {id(n): i for i, n in enumerate(self.nodes)}
-        for node in self.nodes:       # driver-side templates: progress summaries only
-            node.shards = [node.factory(0, lambda n: n.shards[0])]
-            node.queues = []
-        blobs = []
-        for s in range(self.shards):
-            ops: list = []
-            for node in self.nodes:
-                ops.append(node.factory(s, lambda n, ops=ops: ops[self.index[id(n)]]))
-            blobs.append(dumps(ShardState(ops, self.plan)))
+        # Operators of shard 0 stand in for all of them on the driver: their
+        # summaries make the plan, their counters' names the metrics.
+        self.plan = Plan.of(self.nodes, [op.summary for op in instantiate(self.nodes, 0)])
+        blobs = [dumps(Worker(self.plan, [s], self.shards, [instantiate(self.nodes, s)]))
+                 for s in range(self.shards)]
         self._create(blobs)
         self._counters = {s: [[0] * (len(COUNTERS) + 1) for _ in self.nodes]
                           for s in range(self.shards)}
         self._stamps: dict = {s: ({}, {}) for s in range(self.shards)}
-        df._compiled = True
+        self._frontiers: list | None = None
 
     # -- run -----------------------------------------------------------------------
     def run(self, df: Any) -> None:
-        if not df._compiled:
-            self.compile(df)
         taken = [(s, s.take_pending()) for s in df.sessions]
         handle = self._checkpoint()
         saved = (dict(self._stamps), {s: [list(r) for r in rows]
                                       for s, rows in self._counters.items()},
-                 [n.last_frontier for n in self.nodes])
+                 self._frontiers)
         try:
             self._run(df, taken)
         except BaseException:
             self._rollback(handle)
-            self._stamps, self._counters, lasts = saved
-            for node, last in zip(self.nodes, lasts):
-                node.last_frontier = last
+            self._stamps, self._counters, self._frontiers = saved
             for session, updates in taken:
-                session._pending[:0] = updates
+                session.restore_pending(updates)
             raise
         self._release(handle)
 
@@ -184,15 +182,14 @@ class BSPEngine:
                 self._stamps[s] = (info["caps"], info["queued"])
                 for (dest, i, port), ts in info["sent"].items():
                     sent_to.setdefault(dest, {}).setdefault((i, port), []).extend(ts)
-            frontiers = self._frontiers(inputs, sent_to)
+            frontiers = self._global_frontiers(inputs, sent_to)
             frontier_moved = frontiers != last_frontiers
-            for node, fr in zip(self.nodes, frontiers):
-                node.last_frontier = fr
+            self._frontiers = frontiers
             if not moved and not frontier_moved and not messages:
                 return
             last_frontiers = frontiers
 
-    def _frontiers(self, inputs: dict, sent_to: dict) -> list:
+    def _global_frontiers(self, inputs: dict, sent_to: dict) -> list:
         caps: dict = {i: list(f) for i, f in inputs.items()}
         queued: dict = {}
         for s, (c, q) in self._stamps.items():
@@ -200,7 +197,7 @@ class BSPEngine:
                 caps.setdefault(i, []).extend(ts)
             for k, ts in _merge_queued(q, sent_to.get(s, {})).items():
                 queued.setdefault(k, []).extend(ts)
-        return frontiers_from(self.plan, [n.shards[0] for n in self.nodes], caps, queued)
+        return self.plan.frontiers_of(caps, queued)
 
     # -- what front-door objects read ----------------------------------------------
     def operators(self, node: Any) -> list:
@@ -210,8 +207,13 @@ class BSPEngine:
     def captured(self, node: Any) -> list:
         return [u for part in self.fetch(node, "updates") for u in part]
 
+    def frontier(self, node: Any) -> tuple | None:
+        """The input frontiers of `node` after the last superstep (None before)."""
+        frontiers = getattr(self, "_frontiers", None)
+        return None if frontiers is None else frontiers[self.index[id(node)]]
 
-def run_step_safely(index: int, state: ShardState | None, incoming: list, plan: Plan,
+
+def run_step_safely(index: int, state: Worker | None, incoming: list, plan: Plan,
                     ctx: dict, shards: int) -> tuple[Any, list, dict]:
     """`step_shard`, with a `DataflowError` turned into an info the driver re-raises."""
     try:
@@ -276,7 +278,7 @@ class InProcessShards(BSPEngine):
 
     def fetch(self, node: Any, attr: str) -> list:
         i = self.index[id(node)]
-        return [getattr(pickle.loads(b).ops[i], attr) for b in self._blobs]
+        return [getattr(pickle.loads(b).ops[0][i], attr) for b in self._blobs]
 
 
 def dumps(obj: Any) -> bytes:

@@ -2,14 +2,14 @@
 
 Layout (after `../shared/spark-notes/FINDINGS.md`):
 
-* One record per shard, `(shard, ("S", blob))`: the shard's `ShardState` (every
+* One record per shard, `(shard, ("S", blob))`: the shard's `Worker` (every
   operator's traces and buffers for the keys `shard_of` gives it), pickled with
   cloudpickle, in a persisted RDD partitioned by shard id.
 * One Spark job per *superstep*: `state.union(messages)` (both partitioned by the same
   partition function object, so the union is narrow: PySpark has no zipPartitions),
   then `mapPartitionsWithIndex(step)`.  Each shard runs passes locally until nothing
   more can happen without other shards (a key-local fixpoint finishes inside one
-  task: see `ddflow.engine.shard.superstep`); records bound for another shard leave
+  task: see `ddflow.engine.bsp.step_shard`); records bound for another shard leave
   as `(dest, ("M", ...))` and go through `partitionBy` to the next superstep.
 * The driver receives only a small summary per shard (`"I"`): capabilities and
   message times (for progress tracking), counters, whether anything moved.  It
@@ -195,7 +195,7 @@ def _is_info(r: tuple) -> bool:
 def _fetch(index: int, records: Iterable, node: int, attr: str) -> Iterable:
     for _key, value in records:
         if value[0] == "S":
-            yield (index, getattr(pickle.loads(value[1]).ops[node], attr))
+            yield (index, getattr(pickle.loads(value[1]).ops[0][node], attr))
 
 
 class SparkEngine(BSPEngine):

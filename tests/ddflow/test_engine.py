@@ -105,10 +105,10 @@ def test_workers_own_keys_by_stable_hash():
     s.close()
     df.run()
     arrange = next(n for n in df.nodes if n.kind == "arrange")
-    for w, op in enumerate(arrange.shards):
+    for w, op in enumerate(df.engine.operators(arrange)):
         for k in op.trace.keys():
             assert shard_of(k, 3) == w
-    assert sum(len(op.trace.keys()) for op in arrange.shards) == 30
+    assert sum(len(op.trace.keys()) for op in df.engine.operators(arrange)) == 30
     # The same in every process, whatever PYTHONHASHSEED says (crc32, not hash()).
     code = ("from ddflow.sharding import shard_of;"
             "print([shard_of(k, 3) for k in ['key%d' % i for i in range(30)]])")

@@ -128,7 +128,7 @@ def test_one_arrangement_serves_two_joins():
     shared = [n for n in df.nodes if n.kind == "arrange" and
               sum(1 for c2, _ in n.consumers if c2.kind == "join") == 2]
     assert len(shared) == 1
-    assert shared[0].shards[0].trace.record_count() == 10
+    assert df.engine.operators(shared[0])[0].trace.record_count() == 10
 
 
 def test_join_compacts_to_the_other_inputs_frontier():
@@ -144,7 +144,7 @@ def test_join_compacts_to_the_other_inputs_frontier():
         a_in.advance_to(epoch + 1)
         b_in.advance_to(epoch + 1)
         df.run()
-    arrange_a = next(n for n in df.nodes if n.kind == "arrange").shards[0]
+    arrange_a = df.engine.operators(next(n for n in df.nodes if n.kind == "arrange"))[0]
     arrange_a.trace.compact()
     assert len(arrange_a.trace.times("k")) <= 2
 

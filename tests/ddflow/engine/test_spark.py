@@ -51,7 +51,7 @@ def test_spark_shards_hold_the_keys_the_local_workers_hold(spark):
         df.run()
         arrange = next(n for n in df.nodes if n.kind == "arrange")
         traces = (engine.fetch(arrange, "trace") if engine
-                  else [op.trace for op in arrange.shards])
+                  else [op.trace for op in df.engine.operators(arrange)])
         contents[engine is None] = [sorted(t.keys()) for t in traces]
     assert contents[True] == contents[False]
     assert all(contents[True])          # both shards hold keys

@@ -1,0 +1,302 @@
+"""The one pass loop and router that every engine runs.
+
+A `Worker` holds the operators of one or more shards of a plan, the batches queued
+for them, and a progress `Tracker` of every pointstamp it knows of: its operators'
+capabilities, its queued batches (counted once per distinct time of a batch), the
+messages it sent to shards held elsewhere, and the pointstamps of those other shards
+as last reported (`set_external`).  The local engine runs one worker for all of its
+W simulated workers; the BSP driver and the Spark engine run one per shard, in a
+superstep.
+
+Scheduling is a work list in node order (a topological order once feedback edges
+are cut): a node is visited only when a batch was queued for it or its input
+frontier may have moved.  A visit first delivers every queued batch to every shard
+of the node, accounts what that changed (outputs routed, capabilities taken, the
+delivered batches released) and only then reads the input frontier and tells it to
+the operators: so an operator that waits for completeness acts in the same visit as
+the input that completes it, and a change crosses a chain of reduces in one sweep.
+A *pass* is one sweep of the work list; a back edge (a loop's feedback) starts the
+next one.
+
+The frontier read in a visit is sound: every pointstamp a new update stems from was
+counted before the one it replaces was released, and a visit's changes are applied
+together.  Exchange: an update goes to the shard that produced it, except into a
+keyed operator, which receives it on shard `shard_of(key, shards)`.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any, Callable, Sequence
+
+from lattice import Antichain
+from ddflow.engine.plan import Plan
+from ddflow.errors import DataError
+from ddflow.progress import time_counts
+from ddflow.sharding import shard_of
+
+
+class Worker:
+    """The operators of the shards `shards` (of `total`) of `plan`, and their loop."""
+
+    def __init__(self, plan: Plan, shards: Sequence[int], total: int,
+                 ops: Sequence[Sequence[Any]]) -> None:
+        self.plan = plan
+        self.shards = list(shards)
+        self.total = total
+        self._local = {s: k for k, s in enumerate(self.shards)}
+        self.ops = [list(row) for row in ops]                       # ops[k][node]
+        self.queues = [[[[] for _ in range(pn.n_ports)] for pn in plan.nodes]
+                       for _ in self.shards]                         # [(batch, counts)]
+        self.caps = [[frozenset() for _ in plan.nodes] for _ in self.shards]
+        self.told: list = [None] * len(plan.nodes)
+        self.tracker = plan.tracker()
+        self.outbox: dict = {}
+        self._external: dict = {}
+        self._heap: list[int] = []
+        self._scheduled: set[int] = set()
+        self._undo: dict | None = None
+        self._told_before: list | None = None
+        self.passes = 0
+        self.visits = 0
+        self.routed = 0
+
+    # -- feeding -----------------------------------------------------------------
+    def enqueue(self, shard: int, node: int, port: int, updates: list) -> None:
+        """Queue a batch for `node`'s `port` on local shard `shard`."""
+        counts = time_counts(updates)
+        self.queues[self._local[shard]][node][port].append((updates, counts))
+        self.tracker.update_counts(self.plan.ports[node][port], counts)
+        self._schedule(node)
+
+    def inject(self, node: int, updates: list) -> None:
+        """Queue an input's updates, each on the shard its data belongs to."""
+        if self.total == 1:
+            if updates:
+                self.enqueue(self.shards[0], node, 0, updates)
+            return
+        for dest, part in split_by_shard(updates, _identity, self.total, "input").items():
+            self.enqueue(dest, node, 0, part)
+
+    def set_input_frontier(self, node: int, frontier: Antichain) -> None:
+        """An input's session moved: its operators' capability follows."""
+        for k, ops in enumerate(self.ops):
+            op = ops[node]
+            if op.frontier != frontier:
+                self._touch(k, node)
+                op.frontier = frontier
+                self._sync_caps(k, node)
+
+    def set_external(self, stamps: dict) -> None:
+        """Pointstamps held elsewhere: `{location: {time: count}}`, replacing the last."""
+        old, self._external = self._external, stamps
+        tracker = self.tracker
+        for location, counts in old.items():
+            tracker.update_counts(location, counts, -1)
+        for location, counts in stamps.items():
+            tracker.update_counts(location, counts)
+
+    def take_outbox(self) -> dict:
+        """Messages for other shards, `{(dest, node, port): updates}`, handed over: from
+        now on whoever delivers them counts them."""
+        outbox, self.outbox = self.outbox, {}
+        for (_dest, node, port), updates in outbox.items():
+            self.tracker.update_counts(self.plan.ports[node][port], time_counts(updates), -1)
+        self._reschedule(self.tracker.propagate())
+        return outbox
+
+    # -- the pass loop -----------------------------------------------------------
+    def drain(self) -> None:
+        """Visit scheduled nodes until none is: all the work the frontiers allow."""
+        self._reschedule(self.tracker.propagate())
+        heap, scheduled = self._heap, self._scheduled
+        last = len(self.plan.nodes)
+        while True:
+            while heap:
+                i = heapq.heappop(heap)
+                scheduled.discard(i)
+                if i < last:
+                    self.passes += 1
+                last = i
+                self._visit(i)
+            # What the last visits changed is pushed lazily: at the next visit (so a
+            # batch's hop from one queue to the next cancels out) or here, at the end.
+            self._reschedule(self.tracker.propagate())
+            if not heap:
+                return
+
+    def _visit(self, i: int) -> None:
+        self.visits += 1
+        ports = self.plan.ports[i]
+        summary = self.plan.nodes[i].summary
+        tracker = self.tracker
+        had = []
+        # Batches delivered in this visit count as the operator's capabilities until
+        # it has been told the frontier: it may hold them until then (a join does).
+        held: dict = {}
+        for k, queues in enumerate(self.queues):
+            got = False
+            for p, q in enumerate(queues[i]):
+                if not q:
+                    continue
+                queues[i][p] = []
+                batch = q[0][0] if len(q) == 1 else [u for b, _c in q for u in b]
+                if not got:
+                    self._touch(k, i)
+                    got = True
+                self.ops[k][i].on_input(p, batch)
+                for _b, counts in q:
+                    tracker.update_counts(ports[p], counts, -1)
+                    for t, n in counts.items():
+                        held[t] = held.get(t, 0) + n
+            if got:
+                self._flush(k, i)
+            had.append(got)
+        if held:
+            held = {summary.apply(t): n for t, n in held.items()}
+            tracker.update_counts(i, held)
+        self._reschedule(tracker.propagate())
+        frontier = tracker.frontiers(i)
+        changed = frontier != self.told[i]
+        self.told[i] = frontier
+        for k, got in enumerate(had):
+            if got or changed:
+                if not got:
+                    self._touch(k, i)
+                self.ops[k][i].on_frontier(frontier)
+                self._flush(k, i)
+        if held:
+            tracker.update_counts(i, held, -1)
+
+    def _flush(self, k: int, i: int) -> None:
+        op = self.ops[k][i]
+        if op._out:
+            self._route(i, self.shards[k], op.take_output())
+        self._sync_caps(k, i)
+
+    def _sync_caps(self, k: int, i: int) -> None:
+        new = frozenset(self.ops[k][i].capabilities())
+        old = self.caps[k][i]
+        if new == old:
+            return
+        self.caps[k][i] = new
+        update = self.tracker.update
+        for t in old - new:
+            update(i, t, -1)
+        for t in new - old:
+            update(i, t, 1)
+
+    def _route(self, i: int, shard: int, updates: list) -> None:
+        total = self.total
+        self.routed += len(updates)
+        for j, port, exchange, name in self.plan.nodes[i].consumers:
+            if exchange is None or total == 1:
+                self.enqueue(shard, j, port, updates)
+                continue
+            for dest, part in split_by_shard(updates, exchange, total, name).items():
+                if dest in self._local:
+                    self.enqueue(dest, j, port, part)
+                else:
+                    self.outbox.setdefault((dest, j, port), []).extend(part)
+                    self.tracker.update_counts(self.plan.ports[j][port], time_counts(part))
+
+    def _schedule(self, i: int) -> None:
+        if i not in self._scheduled:
+            self._scheduled.add(i)
+            heapq.heappush(self._heap, i)
+
+    def _reschedule(self, nodes: set[int]) -> None:
+        """Schedule the nodes whose frontier moved, if that gives them work."""
+        for i in nodes:
+            if i not in self._scheduled and any(ops[i].wants_frontier() for ops in self.ops):
+                self._schedule(i)
+
+    # -- reports -------------------------------------------------------------------
+    def pointstamps(self) -> tuple[dict, dict]:
+        """This worker's own capabilities `{node: [times]}` and queued batch times
+        `{(node, port): [times]}` (minimal times only: enough for frontiers)."""
+        caps: dict = {}
+        for row in self.caps:
+            for i, c in enumerate(row):
+                if c:
+                    caps.setdefault(i, set()).update(c)
+        queued: dict = {}
+        for queues in self.queues:
+            for i, qs in enumerate(queues):
+                for p, q in enumerate(qs):
+                    for _b, counts in q:
+                        queued.setdefault((i, p), set()).update(counts)
+        return ({i: list(Antichain(ts)) for i, ts in caps.items()},
+                {k: list(Antichain(ts)) for k, ts in queued.items()})
+
+    def frontier(self, node: int) -> tuple[Antichain, ...]:
+        return self.tracker.frontiers(node)
+
+    # -- steps and rollback ----------------------------------------------------------
+    def begin(self) -> None:
+        """Start a step that `rollback` can undo: every operator is checkpointed the
+        first time the step touches it, so undoing costs what the step touched."""
+        self._undo = {}
+        self._told_before = list(self.told)
+
+    def commit(self) -> None:
+        if self._undo is not None:
+            for op in self._undo.values():
+                op.commit()
+        self._undo = None
+        self._told_before = None
+
+    def rollback(self) -> None:
+        """Put every touched operator back, drop queued work, rebuild the counts."""
+        if self._undo is not None:
+            for op in self._undo.values():
+                op.rollback()
+            self.told = self._told_before
+        self._undo = None
+        self._told_before = None
+        self.queues = [[[[] for _ in range(pn.n_ports)] for pn in self.plan.nodes]
+                       for _ in self.shards]
+        self.outbox = {}
+        self._heap, self._scheduled = [], set()
+        self.tracker = self.plan.tracker()
+        self.caps = [[frozenset() for _ in self.plan.nodes] for _ in self.shards]
+        for k in range(len(self.shards)):
+            for i in range(len(self.plan.nodes)):
+                self._sync_caps(k, i)
+        external, self._external = self._external, {}
+        self.set_external(external)
+        self.tracker.propagate()
+
+    def _touch(self, k: int, i: int) -> None:
+        undo = self._undo
+        if undo is None:
+            return
+        # A reader advances its arrangement's compaction: checkpoint those too.
+        for j in (i, *self.plan.nodes[i].inputs):
+            op = self.ops[k][j]
+            if id(op) not in undo:
+                op.checkpoint()
+                undo[id(op)] = op
+
+
+def split_by_shard(updates: list, exchange: Callable[[Any], Any], shards: int,
+                   consumer: str) -> dict[int, list]:
+    """Group `updates` by the shard owning `exchange(data)`."""
+    out: dict[int, list] = {}
+    for u in updates:
+        try:
+            key = exchange(u[0])
+        except Exception as exc:  # noqa: BLE001 - a record of the wrong shape
+            raise DataError(f"{consumer} needs (key, value) pairs ({exc})",
+                            operator=consumer, record=u[0], time=u[1]) from exc
+        dest = shard_of(key, shards)
+        bucket = out.get(dest)
+        if bucket is None:
+            out[dest] = [u]
+        else:
+            bucket.append(u)
+    return out
+
+
+def _identity(x: Any) -> Any:
+    return x
