@@ -329,8 +329,9 @@ def _minimal_positive(counts: dict) -> Antichain:
     """The minimal times of a count table (whose counts are all positive)."""
     if not counts:
         return EMPTY
-    times = iter(counts)
-    first = next(times)
+    if len(counts) == 1:
+        return Antichain._trusted(tuple(counts))
+    first = next(iter(counts))
     if type(first) is int:
         return Antichain._trusted((min(counts),))
     kept: list = []

@@ -69,7 +69,13 @@ class Operator:
         """Default: nothing waits for completeness."""
 
     def capabilities(self) -> Iterable[Any]:
-        """Times at which this operator may still emit without new input."""
+        """Times at which this operator may still emit without new input.
+
+        Everything an operator keeps after `on_input` (a buffer, pending work, even
+        input held only until its `on_frontier` in the same visit) must be covered:
+        the engine releases a delivered batch's own pointstamps before it tells the
+        operator the frontier.
+        """
         return ()
 
     def wants_frontier(self) -> bool:

@@ -224,6 +224,11 @@ class DistinctTrace(Operator):
             self._caps = list(Antichain(self._by_time))
         return self._caps
 
+    def wants_frontier(self) -> bool:
+        # Idle, a move of the frontier would only advance compaction, which may lag
+        # until the next input (later compaction is always sound).
+        return bool(self._by_time)
+
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         frontier = frontiers[0]
         if self._by_time:

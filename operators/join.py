@@ -28,7 +28,7 @@ The law: for every time `t`, `acc(join(A, B), t) = join(acc(A, t), acc(B, t))`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from lattice import Antichain, join
 from operators.arrange import Arrange
@@ -63,6 +63,17 @@ class JoinCore(Operator):
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
         self._pending[port].extend(updates)
+
+    def capabilities(self) -> Iterable[Any]:
+        # Input waits here only until the frontier is told, in the same visit.
+        if not (self._pending[0] or self._pending[1]):
+            return ()
+        return Antichain(u[1] for q in self._pending.values() for u in q).elements
+
+    def wants_frontier(self) -> bool:
+        # Idle, a move of the frontier would only advance compaction, which may lag
+        # until the next input (later compaction is always sound).
+        return bool(self._pending[0] or self._pending[1])
 
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         d_left, d_right = self._pending[0], self._pending[1]

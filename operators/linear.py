@@ -174,6 +174,9 @@ class Consolidate(Operator):
     def wants_frontier(self) -> bool:
         return bool(self._buffer)
 
+    def capabilities(self) -> Any:
+        return Antichain(u[1] for u in self._buffer).elements if self._buffer else ()
+
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         if self._buffer:
             buffered, self._buffer = self._buffer, []

@@ -128,12 +128,8 @@ class Worker:
     def _visit(self, i: int) -> None:
         self.visits += 1
         ports = self.plan.ports[i]
-        summary = self.plan.nodes[i].summary
         tracker = self.tracker
         had = []
-        # Batches delivered in this visit count as the operator's capabilities until
-        # it has been told the frontier: it may hold them until then (a join does).
-        held: dict = {}
         for k, queues in enumerate(self.queues):
             got = False
             for p, q in enumerate(queues[i]):
@@ -147,14 +143,12 @@ class Worker:
                 self.ops[k][i].on_input(p, batch)
                 for _b, counts in q:
                     tracker.update_counts(ports[p], counts, -1)
-                    for t, n in counts.items():
-                        held[t] = held.get(t, 0) + n
             if got:
                 self._flush(k, i)
             had.append(got)
-        if held:
-            held = {summary.apply(t): n for t, n in held.items()}
-            tracker.update_counts(i, held)
+        # The delivered batches are released before the frontier is read: whatever
+        # the operators still hold of them is in their capabilities (synced above),
+        # so the frontier they are told is already past what they just received.
         self._reschedule(tracker.propagate())
         frontier = tracker.frontiers(i)
         changed = frontier != self.told[i]
@@ -165,8 +159,6 @@ class Worker:
                     self._touch(k, i)
                 self.ops[k][i].on_frontier(frontier)
                 self._flush(k, i)
-        if held:
-            tracker.update_counts(i, held, -1)
 
     def _flush(self, k: int, i: int) -> None:
         op = self.ops[k][i]
@@ -175,7 +167,10 @@ class Worker:
         self._sync_caps(k, i)
 
     def _sync_caps(self, k: int, i: int) -> None:
-        new = frozenset(self.ops[k][i].capabilities())
+        reported = self.ops[k][i].capabilities()
+        if not reported and not self.caps[k][i]:
+            return
+        new = frozenset(reported)
         old = self.caps[k][i]
         if new == old:
             return

@@ -130,6 +130,9 @@ class HalfJoin(Operator):
             self._caps = list(Antichain(self._buffer))
         return self._caps
 
+    def wants_frontier(self) -> bool:
+        return bool(self._buffer)
+
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         buf = self._buffer
         if buf:

@@ -250,6 +250,9 @@ class GenericJoin(Operator):
             self._caps = list(Antichain(self._pending))
         return self._caps
 
+    def wants_frontier(self) -> bool:
+        return bool(self._pending)
+
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         if not self._pending:
             return
