@@ -27,6 +27,7 @@ from operators.iterate import Enter, EnterAt, Feedback, Leave
 from operators.join import JoinCore
 from operators.linear import Concat, Consolidate, Linear
 from operators import reduce as red
+from ddflow.dataflow import register
 
 _counter = itertools.count()
 
@@ -367,3 +368,7 @@ def _scope_chain(outer: Scope, inner: Scope) -> list[Scope]:
     if s is None:
         raise GraphError(f"cannot enter scope {inner.name} from {outer.name}: not nested in it")
     return list(reversed(chain))
+
+
+# `Dataflow.new_collection` hands out this type; the front door cannot import it.
+register("collection", Collection)
