@@ -254,9 +254,13 @@ class Collection:
 
     # -- output --------------------------------------------------------------------
     def capture(self, name: str | None = None) -> Capture:
-        """Record every update reaching this collection (see `Capture`)."""
-        if self.scope.parent is not None:
-            raise GraphError("capture() a collection of the root scope: leave() the loop first")
+        """Record every update reaching this collection (see `Capture`).
+
+        Inside a loop the updates keep the loop's times (`Product(outer, round)`),
+        round by round: what `leave()` would sum away.  Like any capture it is read
+        from the driver, so it serves every engine (an `inspect` callback runs in the
+        operator, which on the BSP engines is a copy living elsewhere).
+        """
         label = name or "capture"
         node = Node(self.dataflow, self.scope, label, "capture", [self.node],
                     lambda w, ops: CaptureOp(label))
