@@ -8,6 +8,7 @@ upward and that the registered parts are there when `ddflow.Dataflow` is handed 
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -58,3 +59,36 @@ def test_register_refuses_unknown_names():
     df = ddflow.Dataflow()
     _s, coll = df.new_collection("xs")
     assert type(coll) is ddflow.Collection
+
+
+def _function_level_imports(path: Path) -> list[tuple[int, str]]:
+    """`(line, module)` for every import inside a function body in `path`."""
+    found = []
+    for fn in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found.append((node.lineno, node.module))
+                found += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
+            elif isinstance(node, ast.Import):
+                found += [(node.lineno, a.name) for a in node.names]
+    return found
+
+
+CIRCUIT_MODULES = sorted((ROOT / "ddflow" / "circuit").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", CIRCUIT_MODULES, ids=[p.stem for p in CIRCUIT_MODULES])
+def test_circuit_modules_have_no_function_level_imports_of_each_other(path):
+    inner = [(line, m) for line, m in _function_level_imports(path)
+             if m == "ddflow.circuit" or m.startswith("ddflow.circuit.")]
+    assert inner == [], f"{path.name} imports circuit modules inside functions: {inner}"
+
+
+def test_circuit_core_imports_no_catalogue_or_draw():
+    """core sits below catalogue and draw: they attach their methods to its classes."""
+    tree = ast.parse((ROOT / "ddflow" / "circuit" / "core.py").read_text())
+    modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not modules & {"ddflow.circuit.catalogue", "ddflow.circuit.draw", "ddflow.circuit"}
+    assert len(CIRCUIT_MODULES) >= 5
