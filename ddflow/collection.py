@@ -253,14 +253,19 @@ class Collection:
             return result.leave()
 
     # -- output --------------------------------------------------------------------
-    def capture(self, name: str | None = None) -> Capture:
+    def capture(self, name: str | None = None, *, in_loop: bool = False) -> Capture:
         """Record every update reaching this collection (see `Capture`).
 
-        Inside a loop the updates keep the loop's times (`Product(outer, round)`),
-        round by round: what `leave()` would sum away.  Like any capture it is read
-        from the driver, so it serves every engine (an `inspect` callback runs in the
-        operator, which on the BSP engines is a copy living elsewhere).
+        A collection of a loop scope is refused unless `in_loop=True` (capturing the
+        loop variable when the loop's result was meant is an easy slip): its updates
+        keep the loop's times (`Product(outer, round)`), round by round, which
+        `leave()` would sum away.  Like any capture it is read from the driver, so it
+        serves every engine (an `inspect` callback runs in the operator, which on the
+        BSP engines is a copy living elsewhere).
         """
+        if self.scope.parent is not None and not in_loop:
+            raise GraphError("capture() a collection of the root scope: leave() the loop "
+                             "first, or capture(in_loop=True) to record its rounds")
         label = name or "capture"
         node = Node(self.dataflow, self.scope, label, "capture", [self.node],
                     lambda w, ops: CaptureOp(label))

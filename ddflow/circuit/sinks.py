@@ -45,7 +45,7 @@ class _Reading:
     """
 
     def __init__(self, collection: Any) -> None:
-        self.capture = collection.capture(name="circuit.read")
+        self.capture = collection.capture(name="circuit.read", in_loop=True)
         self._updates: list[tuple] | None = None
         self._by_time: dict[Any, dict] = {}
 

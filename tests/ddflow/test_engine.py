@@ -167,7 +167,7 @@ def test_capture_inside_a_loop_keeps_round_times_on_every_engine():
 
         def logic(x):
             step = x.concat(x.map(lambda v: min(v + 1, 3))).distinct()
-            inner.append(step.capture("rounds"))
+            inner.append(step.capture("rounds", in_loop=True))
             return step
 
         out = xs.iterate(logic).capture()
