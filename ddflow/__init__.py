@@ -38,10 +38,19 @@ __all__ = sorted(list(_LAZY) + [
     "EngineUnavailableError", "__version__"])
 
 
+#: Modules that register parts of the front door on `Dataflow` when imported (its
+#: collection type, its `to_dot`): loaded before any front-door name is handed out,
+#: since `ddflow.dataflow` may not import them (they sit above it).
+_REGISTRARS = ("ddflow.collection", "ddflow.viz")
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
         module, attr = _LAZY[name]
+        if module.startswith("ddflow."):
+            for registrar in _REGISTRARS:
+                importlib.import_module(registrar)
         value = importlib.import_module(module)
         if attr is not None:
             value = getattr(value, attr)

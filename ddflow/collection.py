@@ -27,6 +27,7 @@ from operators.iterate import Enter, EnterAt, Feedback, Leave
 from operators.join import JoinCore
 from operators.linear import Concat, Consolidate, Linear
 from operators import reduce as red
+from ddflow.dataflow import register
 
 _counter = itertools.count()
 
@@ -252,10 +253,19 @@ class Collection:
             return result.leave()
 
     # -- output --------------------------------------------------------------------
-    def capture(self, name: str | None = None) -> Capture:
-        """Record every update reaching this collection (see `Capture`)."""
-        if self.scope.parent is not None:
-            raise GraphError("capture() a collection of the root scope: leave() the loop first")
+    def capture(self, name: str | None = None, *, in_loop: bool = False) -> Capture:
+        """Record every update reaching this collection (see `Capture`).
+
+        A collection of a loop scope is refused unless `in_loop=True` (capturing the
+        loop variable when the loop's result was meant is an easy slip): its updates
+        keep the loop's times (`Product(outer, round)`), round by round, which
+        `leave()` would sum away.  Like any capture it is read from the driver, so it
+        serves every engine (an `inspect` callback runs in the operator, which on the
+        BSP engines is a copy living elsewhere).
+        """
+        if self.scope.parent is not None and not in_loop:
+            raise GraphError("capture() a collection of the root scope: leave() the loop "
+                             "first, or capture(in_loop=True) to record its rounds")
         label = name or "capture"
         node = Node(self.dataflow, self.scope, label, "capture", [self.node],
                     lambda w, ops: CaptureOp(label))
@@ -367,3 +377,7 @@ def _scope_chain(outer: Scope, inner: Scope) -> list[Scope]:
     if s is None:
         raise GraphError(f"cannot enter scope {inner.name} from {outer.name}: not nested in it")
     return list(reversed(chain))
+
+
+# `Dataflow.new_collection` hands out this type; the front door cannot import it.
+register("collection", Collection)

@@ -283,6 +283,30 @@ class InputOp(Operator):
         return self.frontier.elements
 
 
+#: What the modules above this one register when they are imported: "collection",
+#: the type `Dataflow.new_collection` wraps its node in (`ddflow.collection`), and
+#: "to_dot", the renderer of `Dataflow.to_dot` (`ddflow.viz`).  Imports point down
+#: (ARCHITECTURE, section 2), so the front door cannot import its own fluent API or
+#: its pictures; `ddflow.Dataflow` imports both modules before handing the class out.
+_REGISTERED: dict[str, Any] = {}
+
+
+def register(name: str, value: Any) -> None:
+    """Register `value` under `name` ("collection" or "to_dot"); see `_REGISTERED`."""
+    if name not in ("collection", "to_dot"):
+        raise GraphError(f"nothing of the front door is registered as {name!r}")
+    _REGISTERED[name] = value
+
+
+def _registered(name: str, module: str) -> Any:
+    try:
+        return _REGISTERED[name]
+    except KeyError:
+        raise GraphError(f"{module} was never imported, so Dataflow has no {name!r}: take "
+                         f"Dataflow from the package (ddflow.Dataflow) or import {module} "
+                         "first") from None
+
+
 class Dataflow:
     """A differential dataflow: build it with collections, feed it, run it.
 
@@ -316,12 +340,12 @@ class Dataflow:
     # -- building ------------------------------------------------------------
     def new_collection(self, name: str | None = None) -> tuple[InputSession, Any]:
         """A new input: `(InputSession, Collection)`."""
-        from ddflow.collection import Collection
+        collection = _registered("collection", "ddflow.collection")
         name = name or f"input{len(self.sessions)}"
         node = Node(self, self.root, name, "input", [], lambda w, ops: InputOp(name))
         session = InputSession(self, node, name)
         self.sessions.append(session)
-        return session, Collection(node)
+        return session, collection(node)
 
     @contextlib.contextmanager
     def _building(self) -> Iterator[None]:
@@ -392,8 +416,7 @@ class Dataflow:
 
     def to_dot(self) -> str:
         """The dataflow graph as graphviz text (see `ddflow.viz.to_dot`)."""
-        from ddflow.viz import to_dot
-        return to_dot(self)
+        return _registered("to_dot", "ddflow.viz")(self)
 
     def total_work(self) -> int:
         """Records processed by all operators: records in plus trace records read."""

@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from lattice import Antichain, Product, advance_by, join, less_equal, meet, sort_key
+from ddflow.dataflow import register
 
 if TYPE_CHECKING:
     from ddflow.dataflow import Dataflow, Node, Scope
@@ -552,6 +553,9 @@ def draw_rounds(df: Dataflow, ax: Any = None, *, loop: str | None = None,
     fig.tight_layout()
     return fig
 
+
+# `Dataflow.to_dot()` renders through this module; the front door cannot import it.
+register("to_dot", to_dot)
 
 __all__ = ["to_dot", "draw_dataflow", "draw_updates", "draw_frontier", "draw_hasse",
            "draw_advance_by", "draw_rounds", "node_frontier", "node_trace_records"]

@@ -5,9 +5,12 @@ sequence of Z-sets `s[0], s[1], ...`, one per tick of its circuit's clock.  This
 package is a view, not a second engine: building a circuit builds a `ddflow.Dataflow`
 (`Circuit.dataflow`), every stream is an engine `Collection`, every operator an
 engine operator, and `Circuit.tick()` is `advance_to(t + 1)` on every input followed
-by `run()`.  Modules: `core` (circuits, the six node types, the clock driver, sinks),
-`catalogue` (seed 002's operators, section 2.9, with integrate and differentiate),
-`draw` (graphviz text and matplotlib pictures).
+by `run()`, on any engine (`Circuit(engine=...)`).  Modules, each importing only those
+before it: `base` (shared names), `sinks` (what the driver reads from captures, by
+time: sinks, inspect, the iteration clocks), `core` (circuits, the six node types, the
+clock driver, root z^-1), `catalogue` (seed 002's operators, section 2.9, with
+integrate and differentiate; it attaches the `Stream` shorthands), `draw` (graphviz
+text and matplotlib pictures; it attaches `Circuit.to_dot` / `Circuit.draw`).
 
 How a stream of Z-sets maps to update triples.  The engine holds a collection `C` as
 update triples `(data, time, diff)`; write `C_t` for the Z-set of its updates at
@@ -58,8 +61,11 @@ the change of the fixed point, or the fixed point), `feedback` a `Variable`.
 [{'a': 1}, {'b': 1}, {'a': -1, 'b': -1}]
 """
 
+# core first; catalogue and draw build on it and attach the `Stream` shorthands and
+# `Circuit.to_dot` / `Circuit.draw` to its classes when imported.
 from ddflow.circuit.core import (DELTA, INTEGRAL, NODE_KINDS, Circuit, Node, Sink,
                                  SourceStream, Stream, TraceStream)
+from ddflow.circuit import draw as _draw  # noqa: F401 - attaches Circuit.to_dot, .draw
 from ddflow.circuit.catalogue import (AGGREGATES, aggregate, consolidate, delay,
                                       delay_trace, differentiate, distinct,
                                       distinct_incremental, distinct_trace, filter,

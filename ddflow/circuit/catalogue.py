@@ -31,7 +31,13 @@ Which form an operator computes in, and why it is correct:
   INTEGRAL C`, `differentiate(INTEGRAL C) = DELTA C`); the other two cases convert first.
 
 Conversions need a root z^-1, so in a child circuit every operator takes its inputs in
-the form it computes in, or raises `GraphError` naming the form it needs.
+the form it computes in, or raises `GraphError` naming the form it needs.  Which root
+z^-1 is the engine's `delay` and which the driver's is said in `ddflow.circuit.core`.
+
+This module builds on `ddflow.circuit.core` and attaches the `Stream` shorthands
+(`s + t`, `s - t`, `-s`, `s.map(f)`, `s.filter(p)`, `s.index_with(k)`, `s.distinct()`,
+`s.delay()`, `s.integrate()`, `s.differentiate()`) to its class when imported, so that
+imports run one way: core knows nothing of the catalogue.
 
 >>> from ddflow.circuit import Circuit
 >>> c = Circuit()
@@ -53,39 +59,18 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from operators.reduce import count_logic, max_logic, min_logic, sum_logic
-from ddflow.circuit.core import DELTA, INTEGRAL, Circuit, Stream, TraceStream
 from ddflow.errors import GraphError
-from ddflow.updates import accumulate, consolidate as _consolidate, zset
+from ddflow.updates import consolidate as _consolidate
+
+from ddflow.circuit.core import DELTA, INTEGRAL, Circuit, Stream, TraceStream
+from ddflow.circuit.sinks import _Record
 
 
 # -- forms -------------------------------------------------------------------------------
 
 def _in_form(stream: Stream, form: str) -> Any:
-    """A collection holding `stream` in `form` (converting at the root, once)."""
-    if stream.form == form:
-        return stream.collection
-    circuit: Circuit = stream.circuit
-    if circuit.depth:
-        raise GraphError(
-            f"{stream!r} is in {stream.form} form and this operator needs {form} form; "
-            "converting needs a z^-1 over epochs, which a child circuit cannot express "
-            "(use the incremental operators, distinct_trace and incremental_join, on "
-            "delta streams inside a child)")
-    cache = circuit.root._shift_cache
-    key = (id(stream.collection), form)
-    if key not in cache:
-        c = stream.collection
-        if form == INTEGRAL:
-            # C - z^-1 C accumulates, at t, to the updates of C at t.
-            out = c.concat(circuit._shift(c).negate(), name="to_integral")
-        else:
-            # R = C + z^-1 R: its updates at t are acc(C, t) (DBSP's integrator loop).
-            from ddflow.circuit.core import _Shift
-            session, fed = circuit.dataflow.new_collection("to_delta.z^-1")
-            out = c.concat(fed, name="to_delta")
-            circuit._shifts.append(_Shift(circuit, out, session, fed))
-        cache[key] = (c, out)
-    return cache[key][1]
+    """A collection holding `stream` in `form` (see `Circuit._in_form`)."""
+    return stream.circuit._in_form(stream, form)
 
 
 def _stream(x: Any, what: str) -> Stream:
@@ -169,44 +154,28 @@ def inspect(callback: Callable[[list], Any], zset_: Stream) -> Stream:
 
     At the root the callback runs at the end of every tick (empty Z-sets included);
     in a child, at the end of the root tick, once per `(epoch, iteration)` at which
-    the stream changed, in time order.  The updates are seen by an engine `inspect`.
+    the stream changed, in time order.  The Z-sets are read by time from a capture of
+    the stream, on the driver (not an engine `inspect`, whose callback would run in an
+    operator that the BSP engines keep elsewhere), so every engine calls back alike.
     """
     s = _stream(zset_, "inspect")
-    from ddflow.circuit.sinks import _Recorder
-    rec = _Recorder(s.circuit, s.collection, "inspect")
-    out = s.circuit._operator("inspect", [s], rec.collection, s.form)
-    state = {"seen": 0, "running": {}}
+    record = _Record(s.circuit, s)
+    out = s.circuit._operator("inspect", [s], s.collection, s.form)
 
-    def on_stop(scope: int, time: Any) -> None:
-        if scope != out.node.depth:
-            return
-        fresh = rec.updates[state["seen"]:]
-        state["seen"] = len(rec.updates)
-        if out.node.depth == 0:
-            delta = zset((d, r) for d, t, r in fresh if t == time)
-            run = state["running"]
-            for d, r in delta.items():
-                run[d] = run.get(d, 0) + r
-                if not run[d]:
-                    del run[d]
-            value = run if s.form == INTEGRAL else delta
-            callback(_consolidate((d, time, w) for d, w in value.items()))
-            return
-        from lattice import sort_key
-        for t in sorted({t for _d, t, _r in fresh}, key=sort_key):
-            value = (accumulate(rec.updates, t) if s.form == INTEGRAL
-                     else zset((d, r) for d, u, r in rec.updates if u == t))
-            callback(_consolidate((d, t, w) for d, w in value.items()))
+    def close_tick(tick: int) -> None:
+        for t in record.close_tick(tick):
+            callback(_consolidate((d, t, w) for d, w in record.at(t).items()))
 
-    out.node.on_clock_stop(on_stop)
+    s.circuit.root._tick_listeners.append(close_tick)
     return out
 
 
 def delay(zset_: Stream) -> Stream:
     """Delay (2.9.10), z^-1: the stream one clock cycle later (the previous Z-set).
 
-    At the root, one tick later, carried by the driver (see `ddflow.circuit.core`);
-    in a child, one iteration later, an engine `Variable`.  Linear, any form.
+    At the root, one tick later, the engine's `delay` operator (updates move from `t`
+    to `t + 1`); in a child, one iteration later, an engine `Variable`.  Linear, any
+    form.
     """
     s = _stream(zset_, "delay")
     return s.circuit._operator("delay", [s], s.circuit._shift(s.collection), s.form,
@@ -293,10 +262,7 @@ def _append(name: str, zset_: Stream, trace: TraceStream, timed: bool) -> TraceS
 
 def _in_form_or_none(s: Stream, form: str) -> Any:
     """The collection holding `s` in `form` if there is one already (builds nothing)."""
-    if s.form == form:
-        return s.collection
-    hit = s.circuit.root._shift_cache.get((id(s.collection), form))
-    return None if hit is None else hit[1]
+    return s.circuit._in_form_or_none(s, form)
 
 
 def trace_append(zset_: Stream, trace: TraceStream) -> TraceStream:
@@ -480,6 +446,68 @@ def distinct_incremental(zset_: Stream, trace: TraceStream | None = None) -> Str
     after = before.concat(_in_form(s, INTEGRAL), name="distinct_incremental.after")
     out = after.distinct().concat(before.distinct().negate(), name="distinct_incremental")
     return circuit._operator("distinct_incremental", [s, trace], out, INTEGRAL)
+
+
+# -- the Stream shorthands -----------------------------------------------------------------
+# Attached here rather than defined in `ddflow.circuit.core`, which this module builds
+# on: the methods call the catalogue, so defining them there would import it back.
+
+def _plus(self: Stream, other: Stream) -> Stream:
+    """`plus(self, other)`."""
+    return plus(self, other)
+
+
+def _minus(self: Stream, other: Stream) -> Stream:
+    """`minus(self, other)`."""
+    return minus(self, other)
+
+
+def _negate(self: Stream) -> Stream:
+    """`negate(self)`."""
+    return negate(self)
+
+
+def _map(self: Stream, f: Callable[[Any], Any]) -> Stream:
+    """`map(f, self)`: each element `x` becomes `f(x)`."""
+    return map(f, self)
+
+
+def _filter(self: Stream, p: Callable[[Any], bool]) -> Stream:
+    """`filter(p, self)`: the elements for which `p` holds."""
+    return filter(p, self)
+
+
+def _index_with(self: Stream, key: Callable[[Any], Any]) -> Stream:
+    """`index_with(key, self)`: `x` becomes `(key(x), x)`."""
+    return index_with(key, self)
+
+
+def _distinct(self: Stream) -> Stream:
+    """`distinct(self)`, tick by tick."""
+    return distinct(self)
+
+
+def _delay(self: Stream) -> Stream:
+    """`delay(self)`: z^-1, one clock cycle later."""
+    return delay(self)
+
+
+def _integrate(self: Stream) -> Stream:
+    """`integrate(self)`: DBSP's I, the running sum."""
+    return integrate(self)
+
+
+def _differentiate(self: Stream) -> Stream:
+    """`differentiate(self)`: DBSP's D, `s - z^-1(s)`."""
+    return differentiate(self)
+
+
+for _name, _method in (("__add__", _plus), ("__sub__", _minus), ("__neg__", _negate),
+                       ("map", _map), ("filter", _filter), ("index_with", _index_with),
+                       ("distinct", _distinct), ("delay", _delay),
+                       ("integrate", _integrate), ("differentiate", _differentiate)):
+    setattr(Stream, _name, _method)
+del _name, _method
 
 
 __all__ = [

@@ -16,10 +16,10 @@ source    0       1        an `InputSession` and its collection (root circuit on
 operator  N       1        engine operators (`ddflow.circuit.catalogue`)
 child     0       N        a nested engine `Scope` (times `Product(epoch, iteration)`)
 import    1       1        `Collection.enter` of a parent stream into the child
-feedback  1       1        a `Variable` in a child (one iteration later); at the root the
-                           driver's z^-1 (below)
-sink      N       0        `Collection.capture` at the root; a recording `inspect` in a
-                           child (the engine captures only root collections)
+feedback  1       1        a `Variable` in a child (one iteration later); at the root a
+                           driver-side transfer (below)
+sink      N       0        `Collection.capture`, read by time from the driver
+                           (`ddflow.circuit.sinks`)
 ========  ======  =======  ==============================================================
 
 A child's outputs are the streams it `export`s: `Collection.leave`, which sums a
@@ -29,6 +29,10 @@ results of a recursive subcircuit to the parent").
 The invariant kept: the graph of engine nodes is built once, before the first `tick`
 (the engine's own rule), and every `tick` completes exactly one root time.
 
+Engines: `Circuit(engine=...)` runs on any engine (`LocalEngine(workers=W)`, the BSP
+engines of `ddflow.engine.bsp`).  The circuit never reaches into an engine: it feeds
+sessions, runs `Dataflow.run()`, and reads `Capture.updates` by time after each tick.
+
 Clock hooks (seed 002, 2.6): every node has `on_clock_start(fn)` / `on_clock_stop(fn)`;
 `fn(scope, time)` is called with `scope` the number of levels from the node's own
 circuit up to the circuit whose clock moved (0: its own clock; a node in a child gets
@@ -37,27 +41,31 @@ circuit up to the circuit whose clock moved (0: its own clock; a node in a child
 * Root ticks: the driver fires every node's start hook before the tick's `run()` and
   every stop hook after it, when time `t` is complete everywhere (exact).
 * Iterations of a child (scope 0 inside it): the engine runs a whole loop inside one
-  `run()`, so the driver cannot stand between two iterations.  Each child gets an
-  iteration clock: an engine `inspect` on the meet of its import and feedback
-  streams, seeing each change that passes and (`on_frontier`) the frontier there.
-  `clock_start(0, (e, i))` fires when a change at `(e, i)` passes or the frontier
-  reaches `(e, i)`, `clock_stop(0, (e, i))` once the frontier has passed it, one
-  iteration open at a time, interleaved with the loop's work.  This is faithful in
-  order and count (every tick starts at iteration 0; iterations the clock jumps over
-  are filled in, so a child of the root reports iterations 0, 1, ..., k of each
-  epoch) but it is not a barrier: stop(0, (e, i)) means no more change at iteration
-  `<= i` reaches the child's feedback and import edges, while an operator downstream
-  of them may still be finishing iteration `i`.
+  `run()`, so they are replayed after it, from the captures of the child's import and
+  feedback streams (`ddflow.circuit.sinks.replay_iterations`): in order, well nested,
+  one start and one stop per iteration, but after the fact, not between iterations.
 
-z^-1 at the root: the engine has no operator that *adds* to a time (`join_function`
-lattice-joins times, `join(t, 1)` is `max(t, 1)`, not `t + 1`; only a loop's
-`Feedback` adds one, to the iteration).  So the driver carries root delays: a capture
-on the delayed collection, whose updates at `t` the driver feeds into an input session
-at `t + 1` at the end of tick `t`.  Since those updates wait outside the engine until
-the next tick, a root feedback edge (a cycle through z^-1, as in DBSP's integrator
-`I(s) = s + z^-1(I(s))`) is allowed.  The engine change that would make this native is
-a time-advancing linear operator (timely dataflow's `delay`): see
-`tests/ddflow/test_circuit.py::test_engine_can_shift_a_collection_by_one_tick`.
+z^-1 at the root, two cases:
+
+* Compiled to the engine's `delay` (`Collection.delay`, the time-advancing linear
+  operator of `operators.linear`, moving each update from `t` to `t + 1`): every z^-1
+  whose input exists before its output is used.  That is `delay` / `z1` of a stream,
+  the lag of a delayed trace (`z1_trace`, `TraceStream.accumulation`), and the
+  conversion of a delta stream to integral form (`C - z^-1 C`, in `differentiate` and
+  the pointwise operators).  It runs inside the engine, so on every engine and with no
+  driver work; the updates of tick `t + 1` it emits during tick `t` are read when tick
+  `t + 1` closes, because sinks read by time.
+* Carried by the driver: a z^-1 closing a cycle at the root, i.e. a root `feedback()`
+  node (its output is used before the stream it is `connect`ed to exists, as in DBSP's
+  integrator `I(s) = s + z^-1(I(s))`), and the integrator `R = C + z^-1 R` that puts
+  an integral stream into delta form (`integrate` of an integral stream, its trace,
+  the incremental operators on it).  The engine
+  graph must be acyclic at the root: only a loop scope's `Variable` closes a cycle
+  (its summary adds a round, so progress can go around it), while a cycle through
+  `delay` at the root would hold its own frontier back forever.  So the output is an
+  input session and, when tick `t` has run, the driver reads the updates at exactly
+  `t` from a capture of the connected stream and feeds them to the session at `t + 1`
+  (`_Transfer`): public API only, so it too works on every engine.
 
 >>> c = Circuit()
 >>> xs = c.source("xs")
@@ -77,11 +85,13 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping
 
 from lattice import less_equal
+from ddflow import Dataflow
+from ddflow.collection import Variable
+from ddflow.dataflow import Scope
 from ddflow.errors import GraphError
 
-
-from ddflow.circuit.base import DELTA, INTEGRAL, NODE_KINDS, Hook  # noqa: E402
-from ddflow.circuit.sinks import Sink, _IterationClock  # noqa: E402
+from ddflow.circuit.base import DELTA, INTEGRAL, NODE_KINDS, Hook
+from ddflow.circuit.sinks import Sink, _Reading, replay_iterations
 
 
 class Node:
@@ -139,7 +149,7 @@ class Stream:
     `collection` is the engine collection holding it and `form` says how (`DELTA`:
     the Z-set at `t` is the collection's updates at time `t`; `INTEGRAL`: it is the
     collection's accumulation at `t`).  Operators are the functions of
-    `ddflow.circuit.catalogue`; the methods here are shorthands for them.
+    `ddflow.circuit.catalogue`, which attaches shorthand methods for them here.
     """
 
     def __init__(self, circuit: Circuit, node: Node, collection: Any, form: str,
@@ -156,46 +166,10 @@ class Stream:
         return (f"Stream({self.node.name!r}, gid={list(self.node.global_id)}, "
                 f"form={self.form})")
 
-    # -- shorthands for the catalogue ------------------------------------------
-    def __add__(self, other: Stream) -> Stream:
-        from ddflow.circuit import catalogue
-        return catalogue.plus(self, other)
-
-    def __sub__(self, other: Stream) -> Stream:
-        from ddflow.circuit import catalogue
-        return catalogue.minus(self, other)
-
-    def __neg__(self) -> Stream:
-        from ddflow.circuit import catalogue
-        return catalogue.negate(self)
-
-    def map(self, f: Callable[[Any], Any]) -> Stream:
-        from ddflow.circuit import catalogue
-        return catalogue.map(f, self)
-
-    def filter(self, p: Callable[[Any], bool]) -> Stream:
-        from ddflow.circuit import catalogue
-        return catalogue.filter(p, self)
-
-    def index_with(self, key: Callable[[Any], Any]) -> Stream:
-        from ddflow.circuit import catalogue
-        return catalogue.index_with(key, self)
-
-    def distinct(self) -> Stream:
-        from ddflow.circuit import catalogue
-        return catalogue.distinct(self)
-
-    def delay(self) -> Stream:
-        from ddflow.circuit import catalogue
-        return catalogue.delay(self)
-
-    def integrate(self) -> Stream:
-        from ddflow.circuit import catalogue
-        return catalogue.integrate(self)
-
-    def differentiate(self) -> Stream:
-        from ddflow.circuit import catalogue
-        return catalogue.differentiate(self)
+    # The shorthands `+`, `-`, unary `-`, `map`, `filter`, `index_with`, `distinct`,
+    # `delay`, `integrate` and `differentiate` are attached by
+    # `ddflow.circuit.catalogue` when it is imported (it builds on this module, so
+    # defining them here would import it back).
 
     def connect(self, stream: Stream) -> Stream:
         """Close a feedback node: this (the feedback's output) is `stream` one clock
@@ -248,26 +222,23 @@ class TraceStream:
         return f"TraceStream({self.node.name!r}, gid={list(self.node.global_id)}, lag={self.lag})"
 
 
-class _Shift:
-    """The driver's z^-1 at the root: updates captured at `t` re-enter at `t + 1`."""
+def _next_tick(_data: Any, time: int) -> int:
+    """The root z^-1 as the engine's `delay`: every update one tick later.  A module
+    function, not a lambda, so that every engine can pickle it."""
+    return time + 1
 
-    def __init__(self, circuit: Circuit, collection: Any, session: Any = None,
-                 output: Any = None) -> None:
-        self.capture = collection.capture(name="z^-1.in")
-        if session is None:
-            session, output = circuit.dataflow.new_collection("z^-1.out")
-        self.session, self.output = session, output
-        self._cursors: list[int] = []
 
-    def transfer(self) -> None:
-        shards = self.capture.node.shards
-        if len(self._cursors) < len(shards):
-            self._cursors += [0] * (len(shards) - len(self._cursors))
-        for w, op in enumerate(shards):
-            new = op.updates[self._cursors[w]:]
-            self._cursors[w] = len(op.updates)
-            for d, t, r in new:
-                self.session.update_at(d, t + 1, r)
+class _Transfer:
+    """The driver's z^-1 closing a cycle at the root (see the module docstring): what
+    `collection` holds at exactly tick `t` enters `session` at `t + 1`."""
+
+    def __init__(self, circuit: Circuit, collection: Any, session: Any) -> None:
+        self.reading = circuit.root._reading(collection)
+        self.session = session
+
+    def transfer(self, tick: int) -> None:
+        for d, r in self.reading.at_time(tick).items():
+            self.session.update_at(d, tick + 1, r)
 
 
 class Circuit:
@@ -276,39 +247,40 @@ class Circuit:
     Building a circuit builds a `ddflow.Dataflow` underneath (`dataflow`); `tick()` on
     the root advances its clock by one: every source's Z-set for the tick goes in, the
     engine runs until the tick is complete (child circuits to their fixed points), and
-    sinks record what came out.
+    sinks record what came out.  `engine` is the dataflow's engine (any engine; by
+    default `LocalEngine(workers=workers)`).
     """
 
-    def __init__(self, name: str = "root", *, workers: int = 1, max_rounds: int = 10_000,
-                 _parent: Circuit | None = None, _node: Node | None = None) -> None:
+    def __init__(self, name: str = "root", *, workers: int = 1, engine: Any = None,
+                 max_rounds: int = 10_000, _parent: Circuit | None = None,
+                 _node: Node | None = None) -> None:
         self.name = name
         self.parent = _parent
         self.node = _node                  # the child node in the parent circuit
         self.nodes: list[Node] = []
         self.max_rounds = max_rounds
         if _parent is None:
-            from ddflow.dataflow import Dataflow
             self.root = self
             self.depth = 0
             self.global_id: tuple[int, ...] = ()
-            self.dataflow = Dataflow(time=0, workers=workers)
+            self.dataflow = Dataflow(time=0, workers=workers, engine=engine)
             self.scope = self.dataflow.root
             self.time = 0
-            self._shifts: list[_Shift] = []
-            self._shift_cache: dict[tuple[int, int], Any] = {}
-            self._recorders: list[list] = []
-            self._clocks: list[_IterationClock] = []
+            self._transfers: list[_Transfer] = []
+            self._shift_cache: dict[tuple[int, Any], Any] = {}
+            self._readings: dict[int, tuple[Any, _Reading]] = {}
+            self._tick_listeners: list[Callable[[int], Any]] = []
             self._started = False
             self._root_feedback: list[tuple[Stream, Any]] = []   # (output, session)
         else:
-            from ddflow.dataflow import Scope
             self.root = _parent.root
             self.depth = _parent.depth + 1
             self.global_id = _node.global_id
             self.dataflow = _parent.dataflow
             self.scope = Scope(self.dataflow, _parent.scope, name, max_rounds, "raise")
             self._variables: dict[int, Any] = {}
-        self._clock_inputs: list[Any] = []   # collections whose frontier is the clock
+        self._clock_inputs: list[Any] = []   # import and feedback collections
+        self._clock_readings: list[_Reading] = []
 
     def __repr__(self) -> str:
         return f"Circuit({self.name!r}, gid={list(self.global_id)}, {len(self.nodes)} nodes)"
@@ -400,7 +372,6 @@ class Circuit:
         node = Node(self, "feedback", name)
         node.label = "z^-1"
         if self.depth:
-            from ddflow.collection import Variable
             var = Variable(self.scope, name=name)
             out = Stream(self, node, var.collection, form)
             self._variables[id(node)] = var
@@ -418,14 +389,13 @@ class Circuit:
         if node.inputs:
             raise GraphError(f"feedback node {node.name!r} is already connected")
         self._check_building()
-        from ddflow.circuit import catalogue
-        coll = catalogue._in_form(stream, fb.form)
+        coll = self._in_form(stream, fb.form)
         node.inputs.append(stream)
         if self.depth:
             self._variables[id(node)].set(coll)
         else:
             session = next(s for out, s in self._root_feedback if out is fb)
-            self._shifts.append(_Shift(self, coll, session, fb.collection))
+            self._transfers.append(_Transfer(self, coll, session))
         return stream
 
     def sink(self, *streams: Stream, name: str | None = None,
@@ -476,9 +446,54 @@ class Circuit:
         node.outputs.append(out)
         return out
 
+    def _reading(self, collection: Any) -> _Reading:
+        """The one capture of `collection` the driver reads (shared by every sink,
+        inspect, transfer and clock that watches it)."""
+        readings = self.root._readings
+        if id(collection) not in readings:
+            self._check_building()
+            # keep `collection` alive with its reading, so that ids stay unique
+            readings[id(collection)] = (collection, _Reading(collection))
+        return readings[id(collection)][1]
+
+    def _in_form(self, stream: Stream, form: str) -> Any:
+        """A collection holding `stream` (of this circuit) in `form`, converting at the
+        root, once (the conversions are in the package docstring)."""
+        if stream.form == form:
+            return stream.collection
+        if self.depth:
+            raise GraphError(
+                f"{stream!r} is in {stream.form} form and this operator needs {form} form; "
+                "converting needs a z^-1 over epochs, which a child circuit cannot express "
+                "(use the incremental operators, distinct_trace and incremental_join, on "
+                "delta streams inside a child)")
+        cache = self.root._shift_cache
+        key = (id(stream.collection), form)
+        if key not in cache:
+            c = stream.collection
+            if form == INTEGRAL:
+                # C - z^-1 C accumulates, at t, to the updates of C at t (engine delay).
+                out = c.concat(self._shift(c).negate(), name="to_integral")
+            else:
+                # R = C + z^-1 R: its updates at t are acc(C, t) (DBSP's integrator
+                # loop), a cycle at the root: the driver carries its z^-1.
+                session, fed = self.dataflow.new_collection("to_delta.z^-1")
+                out = c.concat(fed, name="to_delta")
+                self._transfers.append(_Transfer(self, out, session))
+            cache[key] = (c, out)
+        return cache[key][1]
+
+    def _in_form_or_none(self, stream: Stream, form: str) -> Any:
+        """The collection holding `stream` in `form` if there is one already (builds
+        nothing)."""
+        if stream.form == form:
+            return stream.collection
+        hit = self.root._shift_cache.get((id(stream.collection), form))
+        return None if hit is None else hit[1]
+
     def _shift(self, collection: Any, k: int = 1) -> Any:
-        """`collection` with every update `k` clock cycles later (z^-k): the driver's
-        delay at the root, a `Variable` (one iteration per step) in a child."""
+        """`collection` with every update `k` clock cycles later (z^-k): the engine's
+        `delay` by one tick at the root, a `Variable` (one iteration) in a child."""
         for _ in range(k):
             key = (id(collection), 1)
             cache = self.root._shift_cache
@@ -487,15 +502,12 @@ class Circuit:
                 continue
             self._check_building()
             if self.depth:
-                from ddflow.collection import Variable
                 var = Variable(self.scope, name="z^-1")
                 var.set(collection)
                 out = var.collection
                 self._clock_inputs.append(out)
             else:
-                shift = _Shift(self, collection)
-                self._shifts.append(shift)
-                out = shift.output
+                out = collection.delay(_next_tick, name="z^-1")
             cache[key] = (collection, out)     # keep `collection` alive: ids stay unique
             collection = out
         return collection
@@ -512,12 +524,9 @@ class Circuit:
                 if node.kind == "feedback" and not node.inputs:
                     raise GraphError(f"feedback node {node.name!r} in child {c.name!r} was "
                                      "never connected")
-            if c._clock_inputs:
-                first, rest = c._clock_inputs[0], c._clock_inputs[1:]
-                meet = first.concat(*rest, name=f"{c.name}.clock") if rest else first
-                clock = _IterationClock(c)
-                meet.inspect(clock.see, on_frontier=clock.watch, name=f"{c.name}.clock")
-                self._clocks.append(clock)
+            # Captures are built before the first run (the engine's rule), whether or
+            # not hooks are registered yet: a hook may be added after any tick.
+            c._clock_readings = [self._reading(coll) for coll in c._clock_inputs]
         self._started = True
 
     def _circuits(self) -> Iterable[Circuit]:
@@ -530,12 +539,13 @@ class Circuit:
         """Run one tick of the root clock; return the tick just completed.
 
         Every node's `clock_start(depth, t)` fires, every session advances to `t + 1`
-        and the engine runs (child circuits iterate to their fixed points, their
-        iteration hooks firing as they go), root delays carry their input over to
-        `t + 1`, and every node's `clock_stop(depth, t)` fires.  If the run raises,
-        the engine rolls back and keeps the tick's input: correct it (push a
-        retraction, or `source.session.discard(record)`) and tick again; the start
-        hooks of tick `t` then fire a second time.
+        and the engine runs (child circuits iterate to their fixed points).  Then, read
+        from captures: sinks and inspect callbacks record tick `t`, child circuits'
+        iteration hooks are replayed, root feedback carries tick `t` over to `t + 1`,
+        and every node's `clock_stop(depth, t)` fires.  If the run raises, the engine
+        rolls back and keeps the tick's input: correct it (push a retraction, or
+        `source.session.discard(record)`) and tick again; the start hooks of tick `t`
+        then fire a second time.
         """
         if self.parent is not None:
             raise GraphError("tick() the root circuit; a child runs inside its parent's tick")
@@ -545,13 +555,10 @@ class Circuit:
         nodes = list(self.walk())
         for node in nodes:
             node.clock_start(node.depth, t)
-        for clock in self._clocks:
-            clock.begin(t)
         before = [(session, session.time) for session in self.dataflow.sessions]
         for session in self.dataflow.sessions:
             if not session.closed and less_equal(session.time, t + 1):
                 session.advance_to(t + 1)
-        marks = [len(r) for r in self._recorders]
         try:
             self.dataflow.run()
         except BaseException:
@@ -559,15 +566,15 @@ class Circuit:
             # back at tick t too, so that the tick's input can still be corrected.
             for session, time in before:
                 session.time = time
-            for rec, n in zip(self._recorders, marks):
-                del rec[n:]
-            for clock in self._clocks:
-                clock.abort()
             raise
-        for clock in self._clocks:
-            clock.end(t)
-        for shift in self._shifts:
-            shift.transfer()
+        finally:
+            for _collection, reading in self._readings.values():
+                reading.forget()
+        for listener in self._tick_listeners:
+            listener(t)
+        replay_iterations(self, t)
+        for transfer in self._transfers:
+            transfer.transfer(t)
         for node in nodes:
             node.clock_stop(node.depth, t)
         self.time = t + 1
@@ -578,16 +585,7 @@ class Circuit:
         for _ in range(ticks):
             self.tick()
 
-    # -- pictures ------------------------------------------------------------------------
-    def to_dot(self) -> str:
-        """Graphviz text of the circuit (see `ddflow.circuit.draw`)."""
-        from ddflow.circuit.draw import to_dot
-        return to_dot(self)
-
-    def draw(self, ax: Any = None, **kw: Any) -> Any:
-        """A matplotlib picture of the circuit (see `ddflow.circuit.draw`)."""
-        from ddflow.circuit.draw import draw
-        return draw(self, ax=ax, **kw)
+    # `to_dot()` and `draw()` are attached by `ddflow.circuit.draw` when it is imported.
 
 
 __all__ = ["Circuit", "Node", "Stream", "SourceStream", "TraceStream", "Sink",

@@ -3,6 +3,8 @@
 What this module isolates: turning a `Circuit`'s node graph into graphviz text
 (`to_dot`) and a matplotlib figure (`draw`).  It reads the circuit's nodes only; it
 never touches the engine, and matplotlib is imported only when `draw` is called.
+It builds on `ddflow.circuit.core` and attaches `Circuit.to_dot()` and
+`Circuit.draw()` to its class when imported (core imports nothing of it).
 
 Conventions of both pictures: streams flow left to right; a box per node, labelled
 with its operator and, in small type, its node type and global ID (`[2, 1]` is node 1
@@ -252,6 +254,21 @@ def draw(circuit: Circuit, ax: Any = None, *, figsize: tuple | None = None,
     ax.axis("off")
     ax.set_title(title or f"circuit {circuit.name}", fontsize=10)
     return fig
+
+
+def _circuit_to_dot(self: Circuit) -> str:
+    """Graphviz text of the circuit (see `ddflow.circuit.draw.to_dot`)."""
+    return to_dot(self)
+
+
+def _circuit_draw(self: Circuit, ax: Any = None, **kw: Any) -> Any:
+    """A matplotlib picture of the circuit (see `ddflow.circuit.draw.draw`)."""
+    return draw(self, ax=ax, **kw)
+
+
+# Methods of `Circuit`, attached here: this module builds on core, not the reverse.
+Circuit.to_dot = _circuit_to_dot      # type: ignore[attr-defined]
+Circuit.draw = _circuit_draw          # type: ignore[attr-defined]
 
 
 __all__ = ["to_dot", "draw", "layout", "edges", "COLORS"]

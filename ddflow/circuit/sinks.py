@@ -1,39 +1,134 @@
-"""Where a circuit's results and clocks live: sinks, and the per-iteration clock.
+"""Where a circuit's results and clocks are read: captures read by time, from the driver.
 
-Split from `ddflow.circuit.core` (which builds circuits and drives ticks): a `Sink`
-records what reaches it, tick by tick, through engine captures; `_IterationClock`
-turns a child circuit's engine frontier into seed 002's per-iteration clock hooks.
+What this module isolates: everything a circuit learns about a run, and it learns it
+only through the front door after each root tick: `Capture.updates` of captures on the
+streams it watches, read *by time*.  A sink's Z-set at tick `t` is the capture's
+content at `t` (its updates at exactly `t` for a delta stream, their accumulation for
+an integral one), never "what arrived during tick `t`": the engine's `delay` emits the
+updates of tick `t + 1` while running tick `t`, and on a sharded engine what arrives
+when is the scheduler's business.  After tick `t` the frontier of every root collection
+has passed `t` (every session stands at `t + 1`), so what a capture holds at times
+`<= t` is final.
+
+Nothing here runs inside an operator.  An `inspect` callback would: on the BSP
+engines (`ddflow.engine.bsp`) operators are pickled between supersteps, so a callback
+mutating a driver object mutates a copy.  Captures are read the same way on every
+engine, so a circuit gives the same sinks, inspect callbacks and clock hooks on
+`LocalEngine(workers=1)`, on `workers=3` and on `InProcessShards`.
+
+Left out: reading only what is new since the last tick.  `Capture.updates` is the
+whole consolidated history, so a tick costs one pass over each watched capture (read
+at most once per tick, and only when something asks).
+
+`replay_iterations` gives child circuits their per-iteration clock (seed 002, 2.6)
+from the same captures; see its docstring for what it promises.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from lattice import Antichain, Product, sort_key
-from ddflow.updates import accumulate, consolidate, zset
+from lattice import Product, sort_key
+from ddflow.updates import accumulate
 
 from ddflow.circuit.base import INTEGRAL, _root_tick
 
 if TYPE_CHECKING:
     from ddflow.circuit.core import Circuit, Node, Stream
 
-class _Recorder:
-    """Every update passing a collection, kept by an engine `inspect` (any scope)."""
 
-    def __init__(self, circuit: Circuit, collection: Any, name: str) -> None:
-        self.updates: list[tuple] = []
-        self.collection = collection.inspect(self.updates.append, name=name)
-        circuit.root._recorders.append(self.updates)
+class _Reading:
+    """A capture of one collection, read from the driver and indexed by time.
+
+    One `Capture.updates` call per root tick, made when first asked; the circuit calls
+    `forget()` after every run so that the next question reads again.
+    """
+
+    def __init__(self, collection: Any) -> None:
+        self.capture = collection.capture(name="circuit.read", in_loop=True)
+        self._updates: list[tuple] | None = None
+        self._by_time: dict[Any, dict] = {}
+
+    def forget(self) -> None:
+        self._updates = None
+        self._by_time = {}
+
+    def updates(self) -> list[tuple]:
+        """Every update captured so far, consolidated (`Capture.updates`)."""
+        if self._updates is None:
+            self._updates = self.capture.updates
+            by_time: dict[Any, dict] = {}
+            for d, t, r in self._updates:
+                by_time.setdefault(t, {})[d] = r       # consolidated: one (d, t) each
+            self._by_time = by_time
+        return self._updates
+
+    def at_time(self, time: Any) -> dict:
+        """The Z-set of the updates at exactly `time` (a copy)."""
+        self.updates()
+        return dict(self._by_time.get(time, {}))
+
+    def accumulated(self, time: Any) -> dict:
+        """The accumulation at `time` (the lattice order: `Product` times compare
+        componentwise)."""
+        return accumulate(self.updates(), time)
+
+    def times(self) -> list:
+        """The times with a nonzero update, in a linear extension of the order."""
+        self.updates()
+        return sorted(self._by_time, key=sort_key)
+
+
+class _Record:
+    """One stream's Z-sets, tick by tick at the root, at any time in a child.
+
+    At the root the value of each tick is kept as the tick closes (a delta stream's
+    Z-set is the updates at `t`; an integral stream's value is their running sum, which
+    at int times is the accumulation).  In a child it is read from the capture when
+    asked, at any `Product(epoch, iteration)`.
+    """
+
+    def __init__(self, circuit: Circuit, stream: Stream) -> None:
+        self.form = stream.form
+        self.at_root = circuit.depth == 0
+        self.reading = circuit.root._reading(stream.collection)
+        self.values: dict[int, dict] = {}
+        self._running: dict = {}
+
+    def close_tick(self, tick: int) -> list:
+        """Record root tick `tick`; return the times it completed, in order."""
+        if not self.at_root:
+            return [t for t in self.reading.times() if _root_tick(t) == tick]
+        delta = self.reading.at_time(tick)
+        run = self._running
+        for d, r in delta.items():
+            run[d] = run.get(d, 0) + r
+            if not run[d]:
+                del run[d]
+        self.values[tick] = dict(run) if self.form == INTEGRAL else delta
+        return [tick]
+
+    def at(self, time: Any) -> dict:
+        if self.at_root:
+            return dict(self.values.get(time, {}))
+        if self.form == INTEGRAL:
+            return self.reading.accumulated(time)
+        return self.reading.at_time(time)
+
+    def times(self) -> list:
+        if self.at_root:
+            return sorted(self.values)
+        return self.reading.times()
 
 
 class Sink:
     """What a sink node saw: the Z-set of each input stream at each time.
 
-    At the root a sink is an engine capture and `at(t)` answers for every tick run;
-    in a child it records the updates passing its streams, and `at(Product(e, i))`
+    At the root `at(t)` answers for every tick run; in a child, `at(Product(e, i))`
     answers for any time (the Z-set is empty where nothing changed, in delta form).
-    `callback(time, *zsets)`, if given, is called for each tick (root) or each time
-    with changes (child), in time order, at the end of the root tick.
+    `callback(time, *zsets)`, if given, is called at the end of every root tick: once
+    for the tick (root), or once per time of that tick with changes (child), in time
+    order.  Everything is read by time from captures (see the module docstring).
     """
 
     def __init__(self, circuit: Circuit, node: Node, streams: list[Stream],
@@ -42,64 +137,24 @@ class Sink:
         self.node = node
         self.streams = streams
         self.callback = callback
-        self._deltas: list[dict] = [{} for _ in streams]     # root: tick -> Z-set of updates
-        self._values: list[dict] = [{} for _ in streams]     # root: tick -> Z-set
-        self._running: list[dict] = [{} for _ in streams]
-        if circuit.depth == 0:
-            self._captures = [s.collection.capture(name=f"sink:{node.name}") for s in streams]
-            self._cursors: list[list[int]] = [[] for _ in streams]
-            self._recorders = None
-        else:
-            self._captures = None
-            self._recorders = [_Recorder(circuit, s.collection, f"sink:{node.name}")
-                               for s in streams]
-            self._seen = [0 for _ in streams]
-        node.on_clock_stop(self._on_stop)
+        self._records = [_Record(circuit, s) for s in streams]
+        circuit.root._tick_listeners.append(self._close_tick)
 
-    def _on_stop(self, scope: int, time: Any) -> None:
-        if scope != self.node.depth:
-            return                      # only the root clock's stop records
-        if self._captures is not None:
-            for k, cap in enumerate(self._captures):
-                shards, cursors = cap.node.shards, self._cursors[k]
-                cursors += [0] * (len(shards) - len(cursors))
-                fresh = []
-                for w, op in enumerate(shards):
-                    fresh.extend(op.updates[cursors[w]:])
-                    cursors[w] = len(op.updates)
-                delta = zset((d, r) for d, t, r in fresh if t == time)
-                self._deltas[k][time] = delta
-                run = self._running[k]
-                for d, r in delta.items():
-                    run[d] = run.get(d, 0) + r
-                    if not run[d]:
-                        del run[d]
-                self._values[k][time] = (dict(run) if self.streams[k].form == INTEGRAL
-                                         else delta)
-            if self.callback is not None:
-                self.callback(time, *(v[time] for v in self._values))
-        elif self.callback is not None:
-            times = set()
-            for k, rec in enumerate(self._recorders):
-                times.update(t for _d, t, _r in rec.updates[self._seen[k]:])
-                self._seen[k] = len(rec.updates)
+    def _close_tick(self, tick: int) -> None:
+        times: set = set()
+        for rec in self._records:
+            times.update(rec.close_tick(tick))
+        if self.callback is not None:
             for t in sorted(times, key=sort_key):
-                self.callback(t, *(self.at(t, k) for k in range(len(self.streams))))
+                self.callback(t, *(rec.at(t) for rec in self._records))
 
     def at(self, time: Any, port: int = 0) -> dict:
         """The Z-set `{data: weight}` of input `port` at `time`."""
-        if self._captures is not None:
-            return dict(self._values[port].get(time, {}))
-        ups = self._recorders[port].updates
-        if self.streams[port].form == INTEGRAL:
-            return accumulate(ups, time)
-        return zset((d, r) for d, t, r in ups if t == time)
+        return self._records[port].at(time)
 
     def times(self, port: int = 0) -> list:
         """The times recorded: every tick run (root), or every time with changes (child)."""
-        if self._captures is not None:
-            return sorted(self._values[port])
-        return sorted({t for _d, t, _r in self._recorders[port].updates}, key=sort_key)
+        return self._records[port].times()
 
     def history(self, port: int = 0) -> list[tuple[Any, dict]]:
         """`[(time, Z-set)]` for every time in `times()`."""
@@ -111,93 +166,83 @@ class Sink:
         return self.updates_of(0)
 
     def updates_of(self, port: int) -> list[tuple]:
-        if self._captures is not None:
-            return self._captures[port].updates
-        return consolidate(self._recorders[port].updates)
+        """The compiled collection's update triples, consolidated (input `port`)."""
+        return self._records[port].reading.updates()
 
     def __repr__(self) -> str:
         return f"Sink({self.node.name!r}, gid={list(self.node.global_id)})"
 
 
-class _IterationClock:
-    """A child's iteration clock, read from the updates and the frontier of its import
-    and feedback edges (see the module docstring for how faithful that is).
+# -- the iteration clocks of child circuits ------------------------------------------------
 
-    One iteration is open at a time: it starts when the edge's frontier reaches it or
-    a change at it passes the edge, whichever is first, and stops once the frontier
-    has passed it; iterations skipped between two seen ones are filled in.
+def _time_depth(t: Any) -> int:
+    depth = 0
+    while type(t) is Product:
+        t, depth = t.outer, depth + 1
+    return depth
+
+
+def _project(t: Any, depth: int) -> Any:
+    """`t` (a time of some circuit) as a time of its ancestor at `depth`."""
+    for _ in range(_time_depth(t) - depth):
+        t = t.outer
+    return t
+
+
+def _last_iterations(circuit: Circuit, tick: int) -> dict[Any, int]:
+    """For a child circuit: each parent time of root tick `tick` -> the last iteration
+    with a change on the clock edges of the circuit or of any circuit inside it."""
+    last: dict[Any, int] = {}
+    for c in circuit._circuits():
+        for reading in c._clock_readings:
+            for t in reading.times():
+                if _root_tick(t) != tick:
+                    continue
+                p = _project(t, circuit.depth)
+                last[p.outer] = max(last.get(p.outer, 0), p.inner)
+    return last
+
+
+def _has_hooks(circuit: Circuit) -> bool:
+    return any(node._start or node._stop for node in circuit.walk())
+
+
+def replay_iterations(root: Circuit, tick: int) -> None:
+    """Fire the per-iteration clock hooks of every child circuit for root tick `tick`,
+    once the tick has run.
+
+    A child's clock is read from the captures of its import and feedback streams (its
+    "clock edges"): for each time `p` of its parent's clock in the tick it runs
+    iterations `Product(p, 0)` to `Product(p, k)`, `k` the last iteration at which a
+    change crossed a clock edge of the child or of a circuit nested in it (`0` when
+    nothing changed: every tick of a parent starts iteration 0).  Each iteration fires
+    `clock_start(0, (p, i))` on the child's nodes, then the iterations of circuits
+    nested in it, then `clock_stop(0, (p, i))` (scope `k` for nodes `k` levels further
+    in), so hooks come well nested, in order and one per iteration.
+
+    What it does not promise: simultaneity.  The engine runs a whole fixed point inside
+    one `run()`, and on the BSP engines inside operators that live elsewhere, so these
+    hooks fire after the root tick's `run()` and before its stop hooks; they describe
+    the iterations, they do not stand between them.  A child with no hooks registered
+    (in it or below) is skipped, and its captures are not read.
     """
+    def fire(c: Circuit, what: str, t: Any) -> None:
+        for node in c.walk():
+            (node.clock_start if what == "start" else node.clock_stop)(node.depth - c.depth, t)
 
-    def __init__(self, circuit: Circuit) -> None:
-        self.circuit = circuit
-        self.tick: int | None = None
-        self.frontier = Antichain()
-        self._reset()
+    last: dict[int, dict] = {}
 
-    def _reset(self) -> None:
-        self.current: Any = None
-        self.last: Any = None
-        self.done: set = set()
-        self.seen: set = set()
+    def run(c: Circuit, outer: Any) -> None:
+        if id(c) not in last:
+            last[id(c)] = _last_iterations(c, tick)
+        for i in range(last[id(c)].get(outer, 0) + 1):
+            t = Product(outer, i)
+            fire(c, "start", t)
+            for node in c.nodes:
+                if node.child is not None:
+                    run(node.child, t)
+            fire(c, "stop", t)
 
-    def see(self, update: tuple) -> None:
-        t = update[1]
-        if self.tick is not None and t not in self.seen and _root_tick(t) == self.tick:
-            self.seen.add(t)
-            self._fire()
-
-    def watch(self, frontier: Antichain) -> None:
-        self.frontier = frontier
-        self._fire()
-
-    def begin(self, tick: int) -> None:
-        self.tick = tick
-        self._reset()
-        self._fire()
-
-    def end(self, tick: int) -> None:
-        self._fire()
-        if self.current is not None:
-            self._stop()
-        self.tick = None
-
-    def abort(self) -> None:
-        self.tick = None
-        self._reset()
-
-    def _stop(self) -> None:
-        t, self.current = self.current, None
-        self._event("stop", t)
-        self.done.add(t)
-        self.last = t
-
-    def _fire(self) -> None:
-        if self.tick is None:
-            return
-        while True:
-            if self.current is not None:
-                if self.frontier.less_equal(self.current):
-                    return                                   # still running
-                self._stop()
-            cands = {t for t in self.frontier if _root_tick(t) == self.tick}
-            cands |= self.seen
-            cands -= self.done
-            if not cands:
-                return
-            t = min(cands, key=sort_key)
-            prev = self.last
-            if prev is not None and type(t.inner) is int and prev.outer == t.outer:
-                for i in range(prev.inner + 1, t.inner):       # rounds jumped over
-                    gap = Product(t.outer, i)
-                    self._event("start", gap)
-                    self._event("stop", gap)
-            self.current = t
-            self._event("start", t)
-
-    def _event(self, what: str, t: Any) -> None:
-        base = self.circuit.depth
-        for node in self.circuit.walk():
-            if what == "start":
-                node.clock_start(node.depth - base, t)
-            else:
-                node.clock_stop(node.depth - base, t)
+    for node in root.nodes:
+        if node.child is not None and _has_hooks(node.child):
+            run(node.child, tick)

@@ -37,7 +37,7 @@ def evaluate(build: Callable[..., Any], inputs: Sequence[Sequence[tuple]], *,
     `engine`, if given, makes the engine to run on (a fresh one per call), e.g.
     `lambda: SparkEngine(spark)`; otherwise the local engine with `workers`.
     """
-    from ddflow.dataflow import Dataflow
+    from ddflow import Dataflow
 
     if time is None:
         first = next((u[1] for inp in inputs for u in inp), 0)

@@ -12,9 +12,10 @@ import ddflow
 from hypothesis import given, settings, strategies as st
 
 from ddflow.algorithms.graphs import reachability, transitive_closure
-from ddflow.circuit import (DELTA, INTEGRAL, NODE_KINDS, Circuit, delay, distinct,
-                            distinct_trace, incremental_join, index_with, integrate, plus,
-                            z1_trace)
+from ddflow.circuit import (DELTA, INTEGRAL, NODE_KINDS, Circuit, consolidate, delay,
+                            delay_trace, distinct, distinct_trace, incremental_join,
+                            index_with, inspect, integrate, plus, z1_trace)
+from ddflow.engine.bsp import InProcessShards
 from ddflow.errors import GraphError, UserFunctionError
 from ddflow.testing import evaluate
 from lattice import Product
@@ -346,7 +347,7 @@ def test_draw_makes_a_matplotlib_figure():
     plt.close(fig)
 
 
-# -- the engine change proposed --------------------------------------------------------------
+# -- the engine's delay, which a root z^-1 compiles to ---------------------------------------
 
 def test_engine_can_shift_a_collection_by_one_tick():
     out = evaluate(lambda c: c.delay(lambda data, time: time + 1),
@@ -378,3 +379,86 @@ def test_agree_circuit_on_simulated_workers():
     (_c1, _e1, s1), (_c3, _e3, s3) = runs
     for a, b in zip(s1, s3):
         assert a.history() == b.history()
+
+
+# -- every engine ------------------------------------------------------------------------------
+
+def test_root_delay_is_the_engines_delay_and_sinks_read_by_time():
+    """z^-1 of a stream compiles to the engine's `delay` (no input session, no driver
+    work); the engine emits tick t + 1's updates while running tick t, and the sink
+    still gives them to tick t + 1, because it reads its capture by time."""
+    c = Circuit()
+    xs = c.source("xs")
+    late = c.sink(delay(xs))
+    assert len(c.dataflow.sessions) == 1
+    assert [n.kind for n in c.dataflow.nodes if n.name == "z^-1"] == ["linear"]
+    xs.push("a")
+    assert c.tick() == 0
+    assert late.updates == [("a", 1, 1)]          # already emitted, at time 1
+    assert late.at(0) == {}
+    c.tick()
+    assert late.history() == [(0, {}), (1, {"a": 1})]
+
+
+def _everything_circuit(engine):
+    """A circuit with both kinds of root z^-1 (the engine's delay, the driver's
+    transfer for a root cycle and for integrating an integral stream), a child circuit
+    with iteration, a child sink, an inspect, and iteration hooks."""
+    c = Circuit(engine=engine)
+    edges, roots = c.source("edges"), c.source("roots")
+    closure = _closure_circuit(c, edges)
+    reach = _reach_circuit(c, edges, roots)
+    sub = c.nodes[2].child
+    fb = c.feedback("I")
+    total = fb.connect(plus(edges, fb))                      # driver: a root cycle
+    seen = []
+    sinks = [c.sink(closure), c.sink(integrate(closure)), c.sink(delay(edges) - edges),
+             c.sink(total), c.sink(integrate(integrate(edges))),
+             c.sink(consolidate(delay_trace(delay_trace(roots)))),
+             c.sink(inspect(seen.append, delay(reach))),
+             sub.sink(sub.nodes[-1].outputs[0], callback=lambda t, z: seen.append((t, z)))]
+    hooks = []
+    sub.nodes[1].on_clock_start(lambda sc, t: hooks.append(("start", sc, t)))
+    sub.nodes[1].on_clock_stop(lambda sc, t: hooks.append(("stop", sc, t)))
+    return c, (edges, roots), sinks, seen, hooks
+
+
+@pytest.mark.parametrize("engine", [lambda: ddflow.LocalEngine(workers=3),
+                                    lambda: InProcessShards(2)],
+                         ids=["local-3-workers", "bsp-in-process"])
+def test_agree_circuit_on_every_engine(engine):
+    """The same circuit on `LocalEngine(workers=1)` and on another engine: every sink,
+    inspect callback and iteration hook agrees, and the single-worker run agrees with
+    the iterate forms and with integration done by hand."""
+    runs = [_everything_circuit(None), _everything_circuit(engine())]
+    # 2 sources + the root feedback + integrate(integral): the engine's delays add no
+    # input session, the driver's z^-1 one each.
+    assert [len(c.dataflow.sessions) for c, *_ in runs] == [4, 4]
+    (c1, (edges1, roots1), _s, _seen, _h) = runs[0]
+    tc_iter = transitive_closure(edges1.collection).capture()
+    rng = random.Random(11)
+    pushed: list = []
+    for changes in _graph_changes(3, 6, 5, 3):
+        root_change = (rng.randrange(5), 1)
+        for c, (edges, roots), *_rest in runs:
+            for e, w in changes:
+                edges.push(e, w)
+            roots.push(*root_change)
+            c.tick()
+        pushed.append(changes)
+    (_c, _i, s1, seen1, hooks1), (_c3, _i3, s2, seen2, hooks2) = runs
+    for a, b in zip(s1, s2):
+        assert a.history() == b.history()
+        assert a.updates == b.updates
+    assert seen1 == seen2 and hooks1 == hooks2
+    # and the single-worker run is right
+    for t in range(len(pushed)):
+        assert s1[0].at(t) == {d: w for d, s_, w in tc_iter.updates if s_ == t}
+        running = {}
+        for changes in pushed[:t + 1]:
+            for d, w in changes:
+                running[d] = running.get(d, 0) + w
+        assert s1[3].at(t) == {d: w for d, w in running.items() if w}
+    assert [h for h in hooks1 if h[1] == 1][:2] == [("start", 1, 0), ("stop", 1, 0)]
+    iterations = [t for what, sc, t in hooks1 if sc == 0 and what == "start"]
+    assert iterations[0] == P(0, 0) and len(iterations) > len(pushed)

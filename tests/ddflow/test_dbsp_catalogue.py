@@ -438,6 +438,7 @@ def test_incrementalisation_is_literal():
     assert ra.inputs == rb.inputs == [s.collection.arrange_by_self().node]
     assert a.form == b.form == "delta"
     assert len(c.dataflow.sessions) == 1          # no delay was built
+    assert not any("z^-1" in n.name for n in c.dataflow.nodes)   # nor an engine delay
 
 
 @settings(max_examples=20)

@@ -152,3 +152,33 @@ def test_big_weights_do_not_overflow():
     out = evaluate(lambda c: c.join(c).map(lambda kv: kv[0]).count(),
                    [[(("k", 1), 0, 2 ** 40)]])
     assert out == [(("k", 2 ** 80), 0, 1)]
+
+
+def test_capture_inside_a_loop_keeps_round_times_on_every_engine():
+    """A capture in a loop scope records each round's changes at `Product(t, round)`,
+    read from the driver, so the BSP engine (operators pickled between supersteps)
+    answers like the local one."""
+    from ddflow.engine.bsp import InProcessShards
+
+    def run(engine):
+        df = ddflow.Dataflow(engine=engine)
+        s, xs = df.new_collection("xs")
+        inner = []
+
+        def logic(x):
+            step = x.concat(x.map(lambda v: min(v + 1, 3))).distinct()
+            inner.append(step.capture("rounds", in_loop=True))
+            return step
+
+        out = xs.iterate(logic).capture()
+        s.insert(0)
+        s.advance_to(1)
+        df.run()
+        return inner[0], out
+
+    for engine in (ddflow.LocalEngine(1), ddflow.LocalEngine(3), InProcessShards(2)):
+        rounds, out = run(engine)
+        assert out.at(0) == {0: 1, 1: 1, 2: 1, 3: 1}
+        assert rounds.updates == [(0, Product(0, 0), 1), (1, Product(0, 0), 1),
+                                  (2, Product(0, 1), 1), (3, Product(0, 2), 1)]
+        assert rounds.at(Product(0, 1)) == {0: 1, 1: 1, 2: 1}
