@@ -249,50 +249,54 @@ class Tracker:
                 dirty.add(location)
         if not dirty:
             return set()
-        # The frontier changes of the dirty locations, summed per (port, time) first: a
+        # The frontier changes of the dirty locations, summed per (time, port) first: a
         # batch moving from one port to the next adds and removes the same time
         # downstream, and that must not look like a move.
-        net: dict[tuple[int, Any], int] = {}
-        get = net.get
+        net: dict[Any, dict[int, int]] = {}
         direct, moved_by = self._direct, self._moved_by
         for location in dirty:
             old_f = own_frontier[location].elements
             new_f = _minimal_positive(stamps[location])
             own_frontier[location] = new_f
             new_e = new_f.elements
-            diff = [(t, -1) for t in old_f if t not in new_e]
-            diff += [(t, 1) for t in new_e if t not in old_f]
-            self.pushed += len(diff)
-            for time, delta in diff:
+            for time, delta in [(t, -1) for t in old_f if t not in new_e] + \
+                               [(t, 1) for t in new_e if t not in old_f]:
+                self.pushed += 1
+                at = net.get(time)
+                if at is None:
+                    at = net[time] = {}
                 for port in direct[location]:
-                    key = (port, time)
-                    net[key] = get(key, 0) + delta
+                    at[port] = at.get(port, 0) + delta
                 for port, s in moved_by[location]:
-                    key = (port, s.apply(time))
-                    net[key] = get(key, 0) + delta
+                    t = s.apply(time)
+                    at2 = net.get(t)
+                    if at2 is None:
+                        at2 = net[t] = {}
+                    at2[port] = at2.get(port, 0) + delta
         moved: set[int] = set()
-        counts, frontier, stale = self.counts, self._frontier, self._stale
-        self.touched += len(net)
-        for (port, t), delta in net.items():
-            if not delta:
-                continue
-            c = counts[port]
-            old = c.get(t, 0)
-            new = old + delta
-            if new:
-                c[t] = new
-            else:
-                del c[t]
-            if port in stale:
-                continue
-            if old <= 0 < new:
-                # A new time lowers the frontier only if nothing there is <= it.
-                if not frontier[port].less_equal(t):
+        counts, frontier, stale, node_of = self.counts, self._frontier, self._stale, self.node_of
+        for t, at in net.items():
+            self.touched += len(at)
+            for port, delta in at.items():
+                if not delta:
+                    continue
+                c = counts[port]
+                old = c.get(t, 0)
+                new = old + delta
+                if new:
+                    c[t] = new
+                else:
+                    del c[t]
+                if port in stale:
+                    continue
+                if old <= 0 < new:
+                    # A new time lowers the frontier only if nothing there is <= it.
+                    if not frontier[port].less_equal(t):
+                        stale.add(port)
+                        moved.add(node_of[port])
+                elif new <= 0 < old and t in frontier[port].elements:
                     stale.add(port)
-                    moved.add(self.node_of[port])
-            elif new <= 0 < old and t in frontier[port].elements:
-                stale.add(port)
-                moved.add(self.node_of[port])
+                    moved.add(node_of[port])
         return moved
 
     # -- reading -------------------------------------------------------------------
@@ -341,8 +345,10 @@ def _minimal_positive(counts: dict) -> Antichain:
     return Antichain._trusted(tuple(kept))
 
 
-def time_counts(updates: Iterable[tuple]) -> dict:
+def time_counts(updates: Sequence[tuple]) -> dict:
     """How many updates of a batch sit at each time: the batch's pointstamps."""
+    if len(updates) == 1:
+        return {updates[0][1]: 1}
     return Counter(map(_time_of, updates))
 
 

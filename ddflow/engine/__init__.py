@@ -1,6 +1,37 @@
 """Engines schedule operators and move batches along edges.
 
-`LocalEngine` runs everything in one process, optionally as W simulated workers with
-an exchange by key hash; the Spark engine runs the same operators on shards held in
-Spark partitions.
+Every engine compiles the front door's graph into one `Plan` (`ddflow.engine.plan`)
+and runs the operators of each shard in a `Worker` (`ddflow.engine.worker`), the one
+pass loop and router: `LocalEngine` runs one worker for all of its W simulated
+workers in this process; the BSP driver (`ddflow.engine.bsp`) runs one per shard in
+supersteps, its shards held in this process (`InProcessShards`) or in Spark
+partitions (`ddflow.engine.spark.SparkEngine`).  What the front door asks of an
+engine is the `Engine` protocol below.
 """
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """The contract between the front door (`Dataflow`, `Capture`, metrics) and an
+    engine.  Nodes are the front door's descriptions; an engine keeps the operator
+    instances and everything else it runs to itself."""
+
+    def compile(self, df: Any) -> None:
+        """Build the plan of `df`'s (prepared) graph and instantiate its operators."""
+
+    def run(self, df: Any) -> None:
+        """Take the sessions' pending updates and do all the work their frontiers
+        allow; on any error, put everything back (sessions included) and re-raise."""
+
+    def operators(self, node: Any) -> list:
+        """`node`'s operators (or views of their counters), one per shard."""
+
+    def captured(self, node: Any) -> list:
+        """Every update a capture node has recorded, over all shards."""
+
+    def frontier(self, node: Any) -> tuple | None:
+        """`node`'s input frontiers as of the end of the last run (None before)."""

@@ -256,3 +256,15 @@ def test_agree_tracker_invariants_hold_after_every_step(changes, workers):
                     seen.add(t)
                     todo.append(t)
         assert cap.at(Product(epoch, 0)) == {x: 1 for x in seen}
+
+
+def test_every_engine_implements_the_engine_protocol():
+    from ddflow.engine import Engine
+    from ddflow.engine.bsp import InProcessShards
+    from ddflow.engine.local import LocalEngine
+    from ddflow.engine.spark import SparkEngine
+    for engine in (LocalEngine(), LocalEngine(workers=3), InProcessShards(2)):
+        assert isinstance(engine, Engine)
+    # The Spark engine is checked by its type (building one would start a JVM).
+    for name in ("compile", "run", "operators", "captured", "frontier"):
+        assert callable(getattr(SparkEngine, name))
