@@ -176,18 +176,31 @@ class Tracker:
         return cls(port_numbers(inputs), path_summaries(inputs, steps))
 
     def __init__(self, ports: Sequence[tuple[int, ...]],
-                 reach: Sequence[Sequence[tuple[int, tuple[Summary, ...]]]]) -> None:
+                 reach: Sequence[Sequence[tuple[int, tuple[Summary, ...]]]],
+                 watched: Sequence[bool] | None = None) -> None:
         self.ports = ports
         self.reach = reach
         n_locations = len(self.reach)
-        # The reach split for the hot loop: ports reached unchanged, and the others.
-        self._direct = [tuple(port for port, ss in r if IDENTITY in ss) for r in reach]
-        self._moved_by = [tuple((port, s) for port, ss in r for s in ss if s != IDENTITY)
-                          for r in reach]
         self.node_of = [0] * n_locations
         for i, ps in enumerate(self.ports):
             for port in ps:
                 self.node_of[port] = i
+        # Counts are kept only at the ports of `watched` nodes (those that act on
+        # their frontier, and captures): a map or a concat never asks, and leaving
+        # its ports out halves the work of every change.  The others' frontiers are
+        # computed when asked, from the locations' own frontiers (`_pull`).
+        self.watched = [True] * len(ports) if watched is None else list(watched)
+        kept = [self.watched[self.node_of[port]] for port in range(n_locations)]
+        # The reach split for the hot loop: ports reached unchanged, and the others.
+        self._direct = [tuple(port for port, ss in r if kept[port] and IDENTITY in ss)
+                        for r in reach]
+        self._moved_by = [tuple((port, s) for port, ss in r if kept[port]
+                                for s in ss if s != IDENTITY) for r in reach]
+        self._reverse: dict[int, list] = {}
+        for location, r in enumerate(reach):
+            for port, ss in r:
+                if not kept[port]:
+                    self._reverse.setdefault(port, []).append((location, ss))
         #: location -> {time: pointstamps there}, and the minimal times of those
         self.stamps: list[dict] = [{} for _ in range(n_locations)]
         self._own: list[Antichain] = [EMPTY] * n_locations
@@ -301,11 +314,19 @@ class Tracker:
 
     # -- reading -------------------------------------------------------------------
     def frontier(self, port: int) -> Antichain:
+        if not self.watched[self.node_of[port]]:
+            return self._pull(port)
         if port in self._stale:
             self._stale.discard(port)
             self._frontier[port] = _minimal_positive(self.counts[port])
             self.rebuilt += 1
         return self._frontier[port]
+
+    def _pull(self, port: int) -> Antichain:
+        """An unwatched port's frontier, from the frontiers of the locations reaching it."""
+        own = self._own
+        return Antichain([s.apply(t) for location, ss in self._reverse.get(port, ())
+                          for t in own[location].elements for s in ss])
 
     def frontiers(self, node: int) -> tuple[Antichain, ...]:
         return tuple(self.frontier(port) for port in self.ports[node])
@@ -321,12 +342,15 @@ class Tracker:
             assert self._own[location] == Antichain(own), (location, own)
             for time in self._own[location]:
                 for port, summaries in self.reach[location]:
+                    if not self.watched[self.node_of[port]]:
+                        continue
                     for s in summaries:
                         t = s.apply(time)
                         expect[port][t] = expect[port].get(t, 0) + 1
         assert expect == self.counts, (expect, self.counts)
         for port in range(len(self.counts)):
-            assert self.frontier(port) == Antichain(self.counts[port]), port
+            if self.watched[self.node_of[port]]:
+                assert self.frontier(port) == Antichain(self.counts[port]), port
 
 
 def _minimal_positive(counts: dict) -> Antichain:

@@ -78,6 +78,11 @@ class Operator:
         """
         return ()
 
+    def reads_frontier(self) -> bool:
+        """Whether this operator ever acts on its input frontier (fixed for its life):
+        the engine tracks frontiers only where someone reads them."""
+        return type(self).on_frontier is not Operator.on_frontier
+
     def wants_frontier(self) -> bool:
         """Whether a move of the input frontier alone gives it something to do (the
         engine then skips visits that would only tell it the frontier)."""

@@ -116,6 +116,9 @@ class Linear(Operator):
                 return
         self.emit(batch)
 
+    def reads_frontier(self) -> bool:
+        return bool(self._frontier_watchers)
+
     def wants_frontier(self) -> bool:
         return bool(self._frontier_watchers)
 

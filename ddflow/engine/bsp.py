@@ -121,7 +121,7 @@ class BSPEngine:
         self.index = {id(n): i for i, n in enumerate(self.nodes)}
         # Operators of shard 0 stand in for all of them on the driver: their
         # summaries make the plan, their counters' names the metrics.
-        self.plan = Plan.of(self.nodes, [op.summary for op in instantiate(self.nodes, 0)])
+        self.plan = Plan.of_operators(self.nodes, instantiate(self.nodes, 0))
         blobs = [dumps(Worker(self.plan, [s], self.shards, [instantiate(self.nodes, s)]))
                  for s in range(self.shards)]
         self._create(blobs)

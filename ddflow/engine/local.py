@@ -35,7 +35,7 @@ class LocalEngine:
     def compile(self, df: Any) -> None:
         nodes = list(df.nodes)
         ops = [instantiate(nodes, w) for w in range(self.workers)]
-        plan = Plan.of(nodes, [op.summary for op in ops[0]])
+        plan = Plan.of_operators(nodes, ops[0])
         self._index = {id(n): i for i, n in enumerate(nodes)}
         self._worker = Worker(plan, range(self.workers), self.workers, ops)
 

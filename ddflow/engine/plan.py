@@ -36,10 +36,13 @@ class Plan:
     nodes: tuple
     ports: tuple            # node -> location numbers of its input ports
     reach: tuple            # location -> ((port, least summaries), ...)
+    watched: tuple          # node -> whether anyone reads its input frontier
 
     @classmethod
-    def of(cls, nodes: Sequence[Any], summaries: Sequence[Summary]) -> Plan:
-        """The plan of front-door `nodes`, with each node's operator `summaries`."""
+    def of(cls, nodes: Sequence[Any], summaries: Sequence[Summary],
+           watched: Sequence[bool] | None = None) -> Plan:
+        """The plan of front-door `nodes`, with each node's operator `summaries`, and
+        which of them read their frontier (default: all)."""
         index = {id(n): i for i, n in enumerate(nodes)}
         inputs = [tuple(index[id(p)] for p in n.inputs) for n in nodes]
         plan_nodes = tuple(
@@ -49,10 +52,17 @@ class Plan:
             for i, n in enumerate(nodes))
         reach = path_summaries(inputs, summaries)
         return cls(plan_nodes, tuple(port_numbers(inputs)),
-                   tuple(tuple(r) for r in reach))
+                   tuple(tuple(r) for r in reach),
+                   tuple(watched) if watched is not None else (True,) * len(nodes))
+
+    @classmethod
+    def of_operators(cls, nodes: Sequence[Any], ops: Sequence[Any]) -> Plan:
+        """The plan of `nodes`, taking summaries and frontier readers from one shard's
+        operator instances."""
+        return cls.of(nodes, [op.summary for op in ops], [op.reads_frontier() for op in ops])
 
     def tracker(self) -> Tracker:
-        return Tracker(self.ports, self.reach)
+        return Tracker(self.ports, self.reach, self.watched)
 
     def frontiers_of(self, caps: dict, queued: dict) -> list[tuple[Antichain, ...]]:
         """Every node's input frontiers given pointstamps from anywhere: `caps[i]`

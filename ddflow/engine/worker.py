@@ -149,6 +149,8 @@ class Worker:
         # The delivered batches are released before the frontier is read: whatever
         # the operators still hold of them is in their capabilities (synced above),
         # so the frontier they are told is already past what they just received.
+        if not self.plan.watched[i]:
+            return      # nothing here acts on a frontier
         self._reschedule(tracker.propagate())
         frontier = tracker.frontiers(i)
         changed = frontier != self.told[i]
