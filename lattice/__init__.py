@@ -78,10 +78,17 @@ def less_equal(a: Any, b: Any) -> bool:
     >>> less_equal(3, 4), less_equal(Product(1, 2), Product(2, 1))
     (True, False)
     """
-    if type(a) is int:
+    ta = type(a)
+    if ta is int:
         if type(b) is not int:
             raise _mismatch(a, b)
         return a <= b
+    if ta is Product and type(b) is Product:
+        # The time of every loop, compared inline (this is the hottest call there is).
+        ao, ai = a
+        bo, bi = b
+        if type(ao) is int and type(ai) is int and type(bo) is int and type(bi) is int:
+            return ao <= bo and ai <= bi
     try:
         return a.less_equal(b)
     except AttributeError:

@@ -46,14 +46,14 @@ class Product(tuple):
     def less_equal(self, other: Any) -> bool:
         if type(other) is not Product:
             raise _mismatch(self, other)
+        so, si = self
+        oo, oi = other
         # Both components are always compared (no early exit on the outer one), so a
         # time of a different nesting raises `TimeError` instead of answering False.
-        so, oo = self.outer, other.outer
         if type(so) is int and type(oo) is int:
             outer_le = so <= oo
         else:
             outer_le = less_equal(so, oo)
-        si, oi = self.inner, other.inner
         if type(si) is int and type(oi) is int:
             return outer_le and si <= oi
         inner_le = less_equal(si, oi)
@@ -65,7 +65,11 @@ class Product(tuple):
     def join(self, other: Any) -> Product:
         if type(other) is not Product:
             raise _mismatch(self, other)
-        return Product(join(self.outer, other.outer), join(self.inner, other.inner))
+        so, si = self
+        oo, oi = other
+        if type(so) is int and type(oo) is int and type(si) is int and type(oi) is int:
+            return tuple.__new__(Product, (so if so >= oo else oo, si if si >= oi else oi))
+        return Product(join(so, oo), join(si, oi))
 
     def meet(self, other: Any) -> Product:
         if type(other) is not Product:
@@ -77,7 +81,10 @@ class Product(tuple):
 
     def sort_key(self) -> tuple:
         # Lexicographic on the components' keys: a linear extension of the product order.
-        return (sort_key(self.outer), sort_key(self.inner))
+        so, si = self
+        if type(so) is int and type(si) is int:
+            return (so, si)
+        return (sort_key(so), sort_key(si))
 
     def same_lattice(self, other: Any) -> bool:
         return (type(other) is Product and same_lattice(self.outer, other.outer)
