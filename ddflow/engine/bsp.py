@@ -19,6 +19,7 @@ import pickle
 from typing import Any
 
 from lattice import Antichain
+from ddflow.capture import Cursor, read_since
 from ddflow.engine.local import prepare_graph
 from ddflow.engine.shard import (Plan, ShardState, frontiers_from, pointstamps,
                                  split_by_shard, superstep)
@@ -209,6 +210,12 @@ class BSPEngine:
 
     def captured(self, node: Any) -> list:
         return [u for part in self.fetch(node, "updates") for u in part]
+
+    def captured_since(self, node: Any, cursor: Cursor | None) -> tuple[list, Cursor, bool]:
+        """As `LocalEngine.captured_since`.  Fetches every shard's whole journal (one
+        job), so it costs O(history) in transfer; the reader's index still only
+        absorbs the new updates."""
+        return read_since(self.fetch(node, "journal"), cursor)
 
 
 def run_step_safely(index: int, state: ShardState | None, incoming: list, plan: Plan,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ddflow.capture import Cursor, read_since
 from ddflow.engine.shard import split_by_shard, visit
 from ddflow.errors import GraphError
 from ddflow.progress import input_frontiers
@@ -119,6 +120,12 @@ class LocalEngine:
     def captured(self, node: Any) -> list:
         """Every update a capture node has recorded, over all workers."""
         return [u for op in node.shards for u in op.updates]
+
+    def captured_since(self, node: Any, cursor: Cursor | None) -> tuple[list, Cursor, bool]:
+        """The updates a capture node recorded since `cursor` (None: from the start),
+        a cursor for the next call, and whether they are the whole history because
+        the reader must start over (see `ddflow.capture.read_since`)."""
+        return read_since([op.journal for op in node.shards], cursor)
 
 
 def prepare_graph(df: Any) -> None:
