@@ -62,9 +62,10 @@ def _fmt(x: Any) -> str:
     return str(x)
 
 
-def save(name: str, result: dict) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
+def save(name: str, result: dict, path: Path | None = None) -> Path:
+    """Write `result` as JSON to `path` (default `benchmarks/results/<name>.json`)."""
+    path = RESULTS / f"{name}.json" if path is None else Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     result = {"benchmark": name, "python": os.sys.version.split()[0], **result}
     path.write_text(json.dumps(result, indent=2, default=str))
     return path

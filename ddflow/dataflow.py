@@ -1,11 +1,11 @@
-"""The front door: `Dataflow`, its scopes, graph nodes, input sessions and captures.
+"""The front door: `Dataflow`, its scopes, graph nodes and input sessions.
 
 A `Dataflow` is a graph of nodes built through the `Collection` API and run by an
 engine (`LocalEngine` by default).  It owns what users touch: `new_collection()`
 returns an `InputSession` to feed `(data, time, diff)` updates and a `Collection`
-to build on; `capture()` records an output; `run()` does all the work the input
-frontiers allow.  Nothing here computes: operators live in `operators/`, the
-scheduling in `ddflow/engine/`.
+to build on; `capture()` records an output (read through `ddflow.capture.Capture`,
+re-exported here); `run()` does all the work the input frontiers allow.  Nothing
+here computes: operators live in `operators/`, the scheduling in `ddflow/engine/`.
 
 Boundary errors (bad time, unhashable data, closed session ...) are raised by the
 session before anything is recorded, so the dataflow is unchanged.  Errors during
@@ -32,9 +32,9 @@ import contextlib
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from lattice import Antichain, Product, less_equal, minimum, same_lattice
+from ddflow.capture import Capture, CaptureOp  # noqa: F401 - re-exported: ddflow.dataflow.Capture
 from ddflow.diff import check_diff
 from ddflow.errors import DataError, GraphError, SessionClosedError, TimeError
-from ddflow.updates import accumulate, consolidate
 from operators.base import Operator
 
 EMPTY = Antichain()
@@ -206,63 +206,6 @@ class InputSession:
             raise TimeError(f"{what}: {time!r} is not a time of this dataflow's lattice "
                             f"(times look like {self.time!r})",
                             operator=self.name, record=data, time=time)
-
-
-class Capture:
-    """Every update reaching a collection, consolidated, and the frontier there.
-
-    Updates at times not in advance of `frontier` are final.
-    """
-
-    def __init__(self, dataflow: Dataflow, node: Node) -> None:
-        self.dataflow = dataflow
-        self.node = node
-
-    @property
-    def updates(self) -> list[tuple]:
-        """All updates so far, consolidated and sorted."""
-        return consolidate(self.dataflow.engine.captured(self.node))
-
-    @property
-    def frontier(self) -> Antichain:
-        f = self.dataflow.engine.frontier(self.node)
-        return f[0] if f else Antichain([self.node.scope.minimum])
-
-    def at(self, time: Any) -> dict[Any, Any]:
-        """The accumulated collection at `time`: `{data: multiplicity}`."""
-        return accumulate(self.updates, time)
-
-    def to_spark(self, spark: Any) -> Any:
-        """The updates as a Spark DataFrame (columns data, time, diff)."""
-        from ddflow.engine.spark_io import capture_to_spark
-        return capture_to_spark(self, spark)
-
-    def to_pandas(self) -> Any:
-        """The updates as a pandas DataFrame (columns data, time, diff)."""
-        from ddflow.engine.spark_io import capture_to_pandas
-        return capture_to_pandas(self)
-
-    def is_final(self, time: Any) -> bool:
-        """Whether the accumulation at `time` can no longer change."""
-        return not self.frontier.less_equal(time)
-
-    def __repr__(self) -> str:
-        return f"Capture({self.node.name!r}, {len(self.updates)} updates)"
-
-
-class CaptureOp(Operator):
-    """Sink recording every update and its input frontier."""
-
-    _append_only = ("updates",)
-
-    def __init__(self, name: str = "capture") -> None:
-        super().__init__(name)
-        self.updates: list[tuple] = []
-
-    def on_input(self, port: int, updates: list) -> None:
-        self.records_in += len(updates)
-        self.consolidate(updates)       # refuses unhashable data before keeping any
-        self.updates.extend(updates)
 
 
 class InputOp(Operator):

@@ -65,6 +65,10 @@ def _fallback_key(x: Any) -> tuple:
     return (t.__name__, repr(x))
 
 
+fallback_key = _fallback_key
+"""The public name of the order `sorted_data` and `sort_updates` fall back to."""
+
+
 def sorted_data(items: Iterable[Any], key: Callable[[Any], Any] | None = None) -> list:
     """`items` sorted by their natural order, or, if `<` fails on them, by a key built
     from `(type name, repr)` (see `_fallback_key`).
@@ -92,11 +96,22 @@ def sort_updates(updates: Iterable[Update]) -> list[Update]:
     >>> sort_updates([("x", Product(1, 0), 1), ("x", Product(0, 5), 1), (None, Product(2, 2), 3)])
     [(None, Product(2, 2), 3), ('x', Product(0, 5), 1), ('x', Product(1, 0), 1)]
     """
+    return sort_updates_ordered(updates)[0]
+
+
+def sort_updates_ordered(updates: Iterable[Update]) -> tuple[list[Update], bool]:
+    """`sort_updates`, and whether the data were ordered by `<` (True) or by
+    `fallback_key` (False): what an index that merges new triples into a sorted
+    list (`ddflow.capture`) needs to keep producing the same order.
+
+    >>> sort_updates_ordered([(2, 0, 1), (1, 0, 1)]), sort_updates_ordered([("a", 0, 1), (1, 0, 1)])
+    (([(1, 0, 1), (2, 0, 1)], True), ([(1, 0, 1), ('a', 0, 1)], False))
+    """
     items = list(updates)
     try:
-        return sorted(items, key=lambda u: (u[0], sort_key(u[1])))
+        return sorted(items, key=lambda u: (u[0], sort_key(u[1]))), True
     except (TypeError, ValueError, DataflowError):
-        return sorted(items, key=lambda u: (_fallback_key(u[0]), sort_key(u[1])))
+        return sorted(items, key=lambda u: (_fallback_key(u[0]), sort_key(u[1]))), False
 
 
 # --- consolidation and accumulation -------------------------------------------
@@ -317,7 +332,8 @@ def zset_distinct(a: Mapping[Any, Any]) -> dict[Any, Any]:
 
 
 __all__ = [
-    "Update", "sorted_data", "sort_updates", "consolidate", "consolidate_unsorted",
+    "Update", "fallback_key", "sorted_data", "sort_updates", "sort_updates_ordered",
+    "consolidate", "consolidate_unsorted",
     "accumulate", "times_of", "untimed", "plus", "negate", "minus", "positive",
     "distinct", "zset", "zset_plus", "zset_negate", "zset_minus", "zset_positive",
     "zset_distinct",

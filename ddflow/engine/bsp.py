@@ -20,6 +20,7 @@ from collections import Counter
 from typing import Any
 
 from lattice import Antichain
+from ddflow.capture import Cursor, read_since
 from ddflow.engine.plan import Plan, instantiate
 from ddflow.engine.worker import Worker, split_by_shard
 from ddflow.errors import DataflowError
@@ -211,6 +212,13 @@ class BSPEngine:
         """The input frontiers of `node` after the last superstep (None before)."""
         frontiers = getattr(self, "_frontiers", None)
         return None if frontiers is None else frontiers[self.index[id(node)]]
+
+    def captured_since(self, node: Any, cursor: Cursor | None) -> tuple[list, Cursor, bool]:
+        """As `LocalEngine.captured_since`.  Fetches every shard's whole journal (one
+        job), so it costs O(history) in transfer; the reader's index still only
+        absorbs the new updates."""
+        return read_since(self.fetch(node, "journal"), cursor)
+
 
 
 def run_step_safely(index: int, state: Worker | None, incoming: list, plan: Plan,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ddflow.capture import Cursor, read_since
 from ddflow.engine.plan import Plan, instantiate
 from ddflow.engine.worker import Worker
 from ddflow.errors import GraphError
@@ -78,6 +79,12 @@ class LocalEngine:
     def captured(self, node: Any) -> list:
         """Every update a capture node has recorded, over all workers."""
         return [u for op in self.operators(node) for u in op.updates]
+
+    def captured_since(self, node: Any, cursor: Cursor | None) -> tuple[list, Cursor, bool]:
+        """The updates a capture node recorded since `cursor` (None: from the start),
+        a cursor for the next call, and whether they are the whole history because
+        the reader must start over (see `ddflow.capture.read_since`)."""
+        return read_since([op.journal for op in self.operators(node)], cursor)
 
     def frontier(self, node: Any) -> tuple | None:
         """The input frontiers of `node` now (None before the first run)."""

@@ -1,0 +1,443 @@
+"""Reading an output: `Capture` (what users read) and `CaptureOp` (the sink it reads).
+
+This module isolates one job: answering "what is this collection at time `t`?" and
+"what are its updates?" without re-reading the whole history on every question.  It
+leaves out scheduling: engines only hand over the updates a capture's sinks appended
+since a cursor (`engine.captured_since`, built on `read_since` here), and say where
+the capture's frontier is.
+
+`Capture` keeps an index that each read brings up to date from the new updates alone:
+
+* per record, its consolidated changes `data -> {time: diff}` (no zero diffs), which
+  is what `updates` returns, in `ddflow.updates.consolidate`'s order, by merging the
+  changed records into a cached sorted list;
+* a *checkpoint*: the accumulation `acc(C, c)` at one complete time `c`, plus the
+  "recent" consolidated updates at times not `<= c`.  For `t` in advance of `c`,
+
+      acc(C, t) = acc(C, c) + (sum of recent updates at times s <= t)
+
+  because every update at `s <= c` is also `<= t`.  This is the logical compaction
+  of differential dataflow's traces (McSherry, Murray, Isaacs, Isard, "Differential
+  dataflow", CIDR 2013; the `advance_by` / `since` frontier of the differential
+  dataflow library's `TraceReader`): the part of the history no later question can
+  tell apart is kept as one accumulation.  The checkpoint moves forward (`c <= t` in
+  the lattice order, never `<` on times) when `at` is asked at a time that is final
+  (not in advance of the capture's frontier), so asking for the answer after each
+  step costs O(answer + changes since the last answer), not O(history).  Answers
+  are `Accumulation`s: dicts that print in data order.
+
+Invariant (checked by `Capture._check`): the index equals what a full recomputation
+from every captured update gives: `updates == consolidate(all)`, `acc == accumulate(
+all, c)`, and `recent` holds exactly the consolidated updates
+at times not `<= c`.  A rolled-back step (the engine's lists lose updates the index
+has read) makes the engine answer `reset=True`, and the index is rebuilt.
+"""
+
+from __future__ import annotations
+
+import os
+from bisect import bisect_left, bisect_right
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, Sequence
+
+from lattice import Antichain, DataflowError, less_equal, sort_key
+from ddflow.updates import (accumulate, consolidate, fallback_key, sort_updates_ordered,
+                            sorted_data)
+from operators.base import Operator
+
+if TYPE_CHECKING:
+    from ddflow.dataflow import Dataflow, Node
+
+Cursor = tuple[tuple[int, int], ...]
+"""Per worker: (batches read, token of the last batch read).  Opaque to readers."""
+
+#: What `<` on data raises when Python cannot order them (mixed types, None, or
+#: records holding times): the order falls back to `fallback_key`, as in `consolidate`.
+_UNORDERED = (TypeError, ValueError, DataflowError)
+
+#: Re-sort the whole list rather than merge the changed records in one by one when
+#: they are more than a quarter of it (bisecting for each costs more than sorting);
+#: below a few dozen entries either is cheap.
+_MERGE_SHARE = 4
+_MERGE_SLACK = 32
+
+
+def _token() -> int:
+    # Random, not a counter: a counter lives in the process, and the BSP and Spark
+    # engines rebuild shards from pickles in other processes, where a counter restored
+    # with the shard would hand out the same tokens again after a rollback.
+    return int.from_bytes(os.urandom(8), "little")
+
+
+class CaptureOp(Operator):
+    """Sink recording every update it receives, in batches a reader can resume from.
+
+    `updates` only grows (a rollback truncates it).  `marks` holds, per batch, the
+    length of `updates` after it and a random token, so that a cursor ("I have read
+    n batches, the last one was token k") can tell the batch it read from another
+    one that, after a rollback, grew the list back past the same length.
+    """
+
+    _append_only = ("updates", "marks")
+
+    def __init__(self, name: str = "capture") -> None:
+        super().__init__(name)
+        self.updates: list[tuple] = []
+        self.marks: list[tuple[int, int]] = []
+
+    def on_input(self, port: int, updates: list) -> None:
+        self.records_in += len(updates)
+        self.consolidate(updates)       # refuses unhashable data before keeping any
+        if updates:
+            self.updates.extend(updates)
+            self.marks.append((len(self.updates), _token()))
+
+    @property
+    def journal(self) -> tuple[list, list]:
+        """`(marks, updates)`: what `read_since` needs (one attribute, so that the BSP
+        engines fetch it from their shards in one job)."""
+        return self.marks, self.updates
+
+
+def read_since(journals: Sequence[tuple[list, list]], cursor: Cursor | None
+               ) -> tuple[list, Cursor, bool]:
+    """The updates appended to a capture's sinks since `cursor`: the engines'
+    `captured_since`, given each worker's `CaptureOp.journal`.
+
+    Returns `(updates, new cursor, reset)`.  `reset=True` means the updates are the
+    whole history and the reader must drop what it built: the cursor is None, is
+    for another number of workers, or names a batch that is no longer there (a step
+    was rolled back after the read).
+
+    >>> op = CaptureOp()
+    >>> op.on_input(0, [("a", 0, 1)])
+    >>> ups, cur, reset = read_since([op.journal], None)
+    >>> ups, reset
+    ([('a', 0, 1)], True)
+    >>> snap = op.snapshot(); op.on_input(0, [("b", 1, 1)])
+    >>> read_since([op.journal], cur)[::2]
+    ([('b', 1, 1)], False)
+    >>> mid = read_since([op.journal], cur)[1]
+    >>> op.restore(snap); op.on_input(0, [("c", 1, 1)])   # same length, another batch
+    >>> read_since([op.journal], mid)[::2]
+    ([('a', 0, 1), ('c', 1, 1)], True)
+    """
+    new_cursor = tuple((len(marks), marks[-1][1] if marks else 0) for marks, _ in journals)
+    if cursor is None or len(cursor) != len(journals) or not all(
+            n == 0 or (len(marks) >= n and marks[n - 1][1] == token)
+            for (marks, _), (n, token) in zip(journals, cursor)):
+        return [u for _marks, ups in journals for u in ups], new_cursor, True
+    out: list = []
+    for (marks, ups), (n, _token_read) in zip(journals, cursor):
+        start = marks[n - 1][0] if n else 0
+        if len(ups) > start:
+            out.extend(ups[start:])
+    return out, new_cursor, False
+
+
+class Accumulation(dict):
+    """A collection at one time, `{data: multiplicity}`: a plain dict that prints in
+    data order.
+
+    `Capture.at` builds it from a copy of the checkpoint's accumulation plus the
+    recent changes, so keys that appeared since the checkpoint sit at the end; putting
+    every key in order would cost a re-insertion of the whole answer, several times
+    the price of the read.  So the order is promised where people look at it, in
+    `repr`, and not in iteration (as `collections.Counter` prints by count whatever
+    its insertion order).  Equality is a dict's.
+
+    >>> a = Accumulation({3: 1, "x": 2, 1: -1})
+    >>> a, list(a), a == {1: -1, 3: 1, "x": 2}
+    ({1: -1, 3: 1, 'x': 2}, [3, 'x', 1], True)
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        if not self:
+            return "{}"
+        return "{" + ", ".join(f"{d!r}: {self[d]!r}" for d in sorted_data(self)) + "}"
+
+
+class Capture:
+    """Every update reaching a collection, consolidated, and the frontier there.
+
+    Updates at times not in advance of `frontier` are final.  Reads bring an index
+    up to date from the updates captured since the previous read (see the module
+    docstring): `at(t)` after a step costs O(answer + changes since the last `at`)
+    when `t` is in advance of the last final time asked (else a scan of every
+    record), `updates` costs a list copy plus O(changed records * log) merging,
+    `repr` O(changes).
+
+    Counters, for the tests that show reads follow the changes: `absorbed` (updates
+    taken from the engine), `scanned` (index entries visited to answer reads),
+    `resets` (index rebuilds after a rolled-back step).
+    """
+
+    def __init__(self, dataflow: Dataflow, node: Node) -> None:
+        self.dataflow = dataflow
+        self.node = node
+        self.absorbed = 0
+        self.scanned = 0
+        self.resets = 0
+        self._clear()
+
+    def _clear(self) -> None:
+        self._cursor: Cursor | None = None
+        self._records: dict[Any, dict[Any, Any]] = {}   # data -> {time: diff}
+        self._size = 0                                  # (data, time) entries
+        self._sorted: list[tuple] = []                  # consolidated, in order
+        self._dirty: set = set()          # data whose entries changed since _sorted
+        self._natural = True              # data ordered by `<` (else fallback_key)
+        self._vanished = False            # a record disappeared since the order was chosen
+        self._since: Any = None           # the checkpoint time c, None before the first
+        self._acc: dict[Any, Any] = {}    # acc(C, c), zero values kept (see _fold)
+        self._zeros: set = set()          # the keys of _acc whose value is zero
+        self._recent: dict[tuple, Any] = {}   # (data, time) -> diff, time not <= c
+
+    # -- reading -------------------------------------------------------------------
+    @property
+    def updates(self) -> list[tuple]:
+        """All updates so far, consolidated and sorted (as `consolidate` sorts)."""
+        self._sync()
+        return list(self._ordered())
+
+    @property
+    def frontier(self) -> Antichain:
+        f = self.dataflow.engine.frontier(self.node)
+        return f[0] if f else Antichain([self.node.scope.minimum])
+
+    def at(self, time: Any) -> Accumulation:
+        """The accumulated collection at `time`: `{data: multiplicity}` (zeros dropped).
+
+        Printed in data order (see `Accumulation`); iterated in no promised order.
+        """
+        self._sync()
+        c = self._since
+        if c is not None and less_equal(c, time):
+            result = self._from_checkpoint(time)
+        else:
+            result = self._scan(time)  # not in advance of the checkpoint, or none yet
+        if (c is None or (c != time and less_equal(c, time))) and self.is_final(time):
+            self._advance_checkpoint(time, result)
+        return result
+
+    def to_spark(self, spark: Any) -> Any:
+        """The updates as a Spark DataFrame (columns data, time, diff)."""
+        from ddflow.engine.spark_io import capture_to_spark
+        return capture_to_spark(self, spark)
+
+    def to_pandas(self) -> Any:
+        """The updates as a pandas DataFrame (columns data, time, diff)."""
+        from ddflow.engine.spark_io import capture_to_pandas
+        return capture_to_pandas(self)
+
+    def is_final(self, time: Any) -> bool:
+        """Whether the accumulation at `time` can no longer change."""
+        return not self.frontier.less_equal(time)
+
+    def __repr__(self) -> str:
+        self._sync()
+        return f"Capture({self.node.name!r}, {self._size} updates)"
+
+    # -- keeping the index up to date ----------------------------------------------
+    def _sync(self) -> None:
+        if not self.dataflow._compiled:
+            return                      # nothing can have been captured yet
+        new, cursor, reset = self.dataflow.engine.captured_since(self.node, self._cursor)
+        if reset:
+            if self._cursor is not None:
+                self.resets += 1
+            self._clear()
+        self._absorb(new)
+        self._cursor = cursor
+
+    def _absorb(self, updates: list) -> None:
+        records, recent = self._records, self._recent
+        dirty = self._dirty
+        c = self._since
+        size = self._size
+        for data, time, diff in updates:
+            if not diff:
+                continue
+            rec = records.get(data)
+            if rec is None:
+                records[data] = {time: diff}
+                size += 1
+            else:
+                prev = rec.get(time)
+                if prev is None:
+                    rec[time] = diff
+                    size += 1
+                else:
+                    total = prev + diff
+                    if total:
+                        rec[time] = total
+                    else:
+                        del rec[time]
+                        size -= 1
+                        if not rec:
+                            del records[data]
+                            self._vanished = True
+            dirty.add(data)
+            if c is not None:
+                if less_equal(time, c):
+                    # A change at a time the checkpoint called complete: an engine
+                    # that declared it final too early.  Stay exact: drop the
+                    # checkpoint, the next `at` rebuilds it from the records.
+                    c = self._since = None
+                    self._acc, self._recent, self._zeros = {}, {}, set()
+                    recent = self._recent
+                    continue
+                key = (data, time)
+                prev = recent.get(key)
+                if prev is None:
+                    recent[key] = diff
+                else:
+                    total = prev + diff
+                    if total:
+                        recent[key] = total
+                    else:
+                        del recent[key]
+        self._size = size
+        self.absorbed += len(updates)
+
+    def _ordered(self) -> list[tuple]:
+        """The consolidated updates in `consolidate`'s order, brought up to date."""
+        current = self._sorted
+        if ((self._vanished and not self._natural)
+                or len(self._dirty) * _MERGE_SHARE > len(current) + _MERGE_SLACK):
+            return self._rebuild()
+        if self._dirty:
+            try:
+                self._sorted = self._merge(current)
+            except _UNORDERED:
+                return self._rebuild()   # new data `<` cannot order: decide anew
+            self._dirty = set()
+        return self._sorted
+
+    def _rebuild(self) -> list[tuple]:
+        entries = [(d, t, r) for d, rec in self._records.items() for t, r in rec.items()]
+        self.scanned += len(entries)
+        self._sorted, natural = sort_updates_ordered(entries)
+        self._dirty, self._vanished, self._natural = set(), False, natural
+        return self._sorted
+
+    def _merge(self, current: list[tuple]) -> list[tuple]:
+        """`current` with the entries of the changed records replaced: slices of it
+        copied whole, each changed record found by bisection and written anew."""
+        natural = self._natural
+        records = self._records
+        changed = sorted(self._dirty) if natural else sorted(self._dirty, key=fallback_key)
+        key = itemgetter(0) if natural else (lambda u: fallback_key(u[0]))
+        out: list = []
+        pos = 0
+        for data in changed:
+            k = data if natural else fallback_key(data)
+            lo = bisect_left(current, k, pos, key=key)
+            hi = bisect_right(current, k, lo, key=key)
+            out += current[pos:lo]
+            rec = records.get(data)
+            if rec:
+                out += [(data, t, rec[t]) for t in sorted(rec, key=sort_key)]
+                self.scanned += len(rec)
+            pos = hi
+        out += current[pos:]
+        return out
+
+    # -- the checkpoint ---------------------------------------------------------------
+    def _from_checkpoint(self, time: Any) -> Accumulation:
+        """acc(C, time) = acc(C, c) + recent updates at times <= time, for c <= time."""
+        # `_acc` never has a key deleted, so this copy is a block copy of its table
+        # (CPython copies a dict key by key once deletions have left holes in it).
+        result = Accumulation(self._acc)
+        recent = self._recent
+        self.scanned += len(recent) + len(self._zeros)
+        touched: list = []
+        for (data, s), diff in recent.items():
+            if less_equal(s, time):
+                prev = result.get(data)
+                result[data] = diff if prev is None else prev + diff
+                touched.append(data)
+        for keys in (self._zeros, touched):
+            for data in keys:
+                if not result.get(data, 1):
+                    del result[data]
+        return result
+
+    def _scan(self, time: Any) -> Accumulation:
+        """acc(C, time) from every record: for times the checkpoint cannot serve."""
+        result = Accumulation()
+        self.scanned += self._size
+        small = type(time) is int
+        for data, rec in self._records.items():
+            w = None
+            for s, r in rec.items():
+                if (s <= time) if small and type(s) is int else less_equal(s, time):
+                    w = r if w is None else w + r
+            if w:
+                result[data] = w
+        return result
+
+    def _advance_checkpoint(self, time: Any, result: dict) -> None:
+        if self._since is None:
+            # The first checkpoint: the recent updates are all those not <= time.
+            self.scanned += self._size
+            self._recent = {(d, s): r for d, rec in self._records.items()
+                            for s, r in rec.items() if not less_equal(s, time)}
+            self._acc, self._zeros = dict(result), set()
+        else:
+            self._fold(time)
+        self._since = time
+
+    def _fold(self, time: Any) -> None:
+        """Move the recent updates at times <= `time` into `_acc`, in place: O(recent),
+        where copying the answer would be O(answer).  A value that sums to zero stays
+        (deleting it would leave a hole that makes every later copy slow) and is
+        listed in `_zeros`; once they are an eighth of `_acc`, one rebuild drops them."""
+        acc, zeros, keep = self._acc, self._zeros, {}
+        self.scanned += len(self._recent)
+        for key, diff in self._recent.items():
+            if less_equal(key[1], time):
+                data = key[0]
+                prev = acc.get(data)
+                total = diff if prev is None else prev + diff
+                acc[data] = total
+                if total:
+                    zeros.discard(data)
+                else:
+                    zeros.add(data)
+            else:
+                keep[key] = diff
+        self._recent = keep
+        if len(zeros) * 8 > len(acc) + 8:
+            self.scanned += len(acc)
+            self._acc = {d: w for d, w in acc.items() if w}
+            self._zeros = set()
+
+    # -- invariants -----------------------------------------------------------------
+    def _check(self) -> None:
+        """Assert the index equals a recomputation from its own records, in O(n)."""
+        entries = [(d, t, r) for d, rec in self._records.items() for t, r in rec.items()]
+        _require(all(self._records.values()), "an empty record is kept")
+        _require(all(r for _d, _t, r in entries), "a zero diff is kept")
+        _require(len(entries) == self._size, f"size {self._size} != {len(entries)} entries")
+        full = consolidate(entries)
+        if not self._dirty:
+            _require(self._sorted == full, "the sorted updates differ from consolidate()")
+        if self._since is not None:
+            c = self._since
+            acc = {d: w for d, w in self._acc.items() if w}
+            _require(acc == accumulate(entries, c), f"acc differs from acc(C, {c!r})")
+            _require(self._zeros == {d for d, w in self._acc.items() if not w},
+                     "the zero keys of acc are not the ones listed")
+            recent = {(d, t): r for d, t, r in entries if not less_equal(t, c)}
+            _require(self._recent == recent, "recent differs from the updates not <= c")
+
+
+def _require(ok: bool, what: str) -> None:
+    if not ok:      # an explicit raise: `python -O` must not silence the check
+        raise AssertionError(f"Capture index: {what}")
+
+
+__all__ = ["Accumulation", "Capture", "CaptureOp", "Cursor", "read_since"]
