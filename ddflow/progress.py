@@ -257,8 +257,11 @@ class Tracker:
                 del own[time]
             if location in dirty:
                 continue
-            if (old == 0 and not own_frontier[location].less_equal(time)) or (
-                    m == 0 and time in own_frontier[location].elements):
+            if old == 0:
+                # A new time moves the location's frontier unless something there is <= it.
+                if not _in_advance(own_frontier[location].elements, time):
+                    dirty.add(location)
+            elif m == 0 and time in own_frontier[location].elements:
                 dirty.add(location)
         if not dirty:
             return set()
@@ -304,7 +307,7 @@ class Tracker:
                     continue
                 if old <= 0 < new:
                     # A new time lowers the frontier only if nothing there is <= it.
-                    if not frontier[port].less_equal(t):
+                    if not _in_advance(frontier[port].elements, t):
                         stale.add(port)
                         moved.add(node_of[port])
                 elif new <= 0 < old and t in frontier[port].elements:
@@ -351,6 +354,23 @@ class Tracker:
         for port in range(len(self.counts)):
             if self.watched[self.node_of[port]]:
                 assert self.frontier(port) == Antichain(self.counts[port]), port
+
+
+def _in_advance(elements: tuple, t: Any) -> bool:
+    """`Antichain(elements).less_equal(t)`, with the common times (ints, and products
+    of ints) compared inline: this runs for every count that appears."""
+    for e in elements:
+        te = type(e)
+        if te is int:
+            if e <= t:
+                return True
+        elif te is Product and type(e[0]) is int and type(e[1]) is int \
+                and type(t[0]) is int and type(t[1]) is int:
+            if e[0] <= t[0] and e[1] <= t[1]:
+                return True
+        elif less_equal(e, t):
+            return True
+    return False
 
 
 def _minimal_positive(counts: dict) -> Antichain:

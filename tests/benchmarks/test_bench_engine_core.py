@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from collections import defaultdict, deque
 
+import pytest
+
 
 def _plain_reachability(initial: list, roots: list, steps: list) -> list:
     """The final answer of the reachability workload, by breadth-first search."""
@@ -62,7 +64,7 @@ def test_quick_run_reports_the_issue_goals_and_consistent_answers(tmp_path) -> N
     p = m["profile"]
     assert p["epochs"] == 2 * QUICK["reach_2k"]["changes"]
     assert 0 <= p["progress_ms"] <= p["profiled_ms"]
-    assert p["progress_share"] == p["progress_ms"] / p["profiled_ms"]
+    assert p["progress_share"] == pytest.approx(p["progress_ms"] / p["profiled_ms"])
     assert len(p["top"]) == 12
     assert all(f["calls"] >= 1 and f["tottime_ms"] <= f["cumtime_ms"] + 1e-6 for f in p["top"])
 
