@@ -151,7 +151,9 @@ class Worker:
         # so the frontier they are told is already past what they just received.
         if not self.plan.watched[i]:
             return      # nothing here acts on a frontier
-        self._reschedule(tracker.propagate())
+        moved = tracker.propagate()
+        moved.discard(i)            # its frontier is read right now
+        self._reschedule(moved)
         frontier = tracker.frontiers(i)
         changed = frontier != self.told[i]
         self.told[i] = frontier
