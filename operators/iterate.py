@@ -31,6 +31,7 @@ from typing import Any, Callable, Sequence
 
 from lattice import Antichain, Product, sort_key
 from operators.base import Operator, Update
+from operators.undo import UndoDict
 from ddflow.errors import ConvergenceError
 from ddflow.updates import consolidate
 
@@ -99,7 +100,8 @@ class Feedback(Operator):
     logged as a change).
     """
 
-    _state = ("log", "_recent", "_held", "truncated")
+    _state = ("log", "_recent", "truncated")
+    _append_only = ("_held",)       # extended, then swapped for the updates still held
 
     def __init__(self, max_rounds: int | None = None, on_limit: str = "raise",
                  name: str = "feedback") -> None:
@@ -109,8 +111,8 @@ class Feedback(Operator):
         self.max_rounds = max_rounds
         self.on_limit = on_limit
         #: (outer time, round) -> (number of changes, sample of changed records)
-        self.log: dict[tuple, list] = {}
-        self._recent: dict[Any, deque] = {}
+        self.log: dict[tuple, tuple] = UndoDict()
+        self._recent: dict[Any, deque] = UndoDict()
         self._held: list[Update] = []
         self.truncated = 0
 
@@ -145,8 +147,8 @@ class Feedback(Operator):
                     self.truncated += 1
                     continue
                 raise self._not_converged(t.outer, nxt.inner, updates)
-            # Entries are immutable (count, sample) pairs, so a shallow copy of the
-            # log is a snapshot a failed step cannot reach into.
+            # Entries are immutable (count, sample) pairs: an entry's record is the
+            # pair it replaced.
             n, sample = log.get((t.outer, nxt.inner), (0, ()))
             log[(t.outer, nxt.inner)] = (n + 1, sample + ((d, r),) if len(sample) < LOG_SAMPLE
                                          else sample)
@@ -168,8 +170,11 @@ class Feedback(Operator):
         for d, t, r in out:
             if t.inner > near:
                 by_time.setdefault((t.outer, t.inner), []).append((d, r))
+        recent = self._recent
         for (outer, rnd), changes in by_time.items():
-            q = self._recent.setdefault(outer, deque(maxlen=2 * _PERIOD_WINDOW + 1))
+            q = recent.touch(outer)
+            if q is None:
+                q = recent[outer] = deque(maxlen=2 * _PERIOD_WINDOW + 1)
             q.append((rnd, frozenset(_sum_changes(changes).items())))
 
     def _not_converged(self, outer: Any, rnd: int, updates: list[Update]) -> ConvergenceError:

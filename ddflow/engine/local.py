@@ -14,9 +14,10 @@ Workers: each node has one operator instance per worker.  An update goes to the
 worker that produced it, except into a keyed operator (an arrangement), which
 receives each update on the worker `shard_of(key, W)`: the exchange.
 
-Rollback: before a step the engine snapshots every operator (cheap: traces keep
-immutable batches) and the queues; if anything raises, it restores them and gives the
-sessions their updates back before re-raising.
+Rollback: before a step the engine checkpoints every operator (each then records
+what the step overwrites, `operators.undo`) and copies the queues; if anything
+raises, it rolls them back and gives the sessions their updates back before
+re-raising, and otherwise commits them.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class LocalEngine:
             for session, updates in taken:
                 session._pending[:0] = updates
             raise
+        _commit(df)
 
     def _inject(self, session: Any, updates: list) -> None:
         node = session.node
@@ -151,14 +153,29 @@ def _fuse_linear(df: Any) -> None:
 
 
 def _snapshot(df: Any) -> list:
-    return [(node, [op.snapshot() for op in node.shards],
-             [[list(q) for q in qs] for qs in node.queues], node.last_frontier)
+    # Every operator, before the step: a scheduler that knows which operators a step
+    # touches need only checkpoint those, right before their first hook call.
+    try:
+        for node in df.nodes:
+            for op in node.shards:
+                op.checkpoint()
+    except BaseException:
+        _restore(df, [])        # those already recording stop, unchanged
+        raise
+    return [(node, [[list(q) for q in qs] for qs in node.queues], node.last_frontier)
             for node in df.nodes]
 
 
 def _restore(df: Any, snapshot: list) -> None:
-    for node, ops, queues, last in snapshot:
-        for op, snap in zip(node.shards, ops):
-            op.restore(snap)
+    for node in df.nodes:
+        for op in node.shards:
+            op.rollback()
+    for node, queues, last in snapshot:
         node.queues = queues
         node.last_frontier = last
+
+
+def _commit(df: Any) -> None:
+    for node in df.nodes:
+        for op in node.shards:
+            op.commit()
