@@ -114,11 +114,11 @@ def read_since(journals: Sequence[tuple[list, list]], cursor: Cursor | None
     >>> ups, cur, reset = read_since([op.journal], None)
     >>> ups, reset
     ([('a', 0, 1)], True)
-    >>> snap = op.snapshot(); op.on_input(0, [("b", 1, 1)])
+    >>> op.checkpoint(); op.on_input(0, [("b", 1, 1)])
     >>> read_since([op.journal], cur)[::2]
     ([('b', 1, 1)], False)
     >>> mid = read_since([op.journal], cur)[1]
-    >>> op.restore(snap); op.on_input(0, [("c", 1, 1)])   # same length, another batch
+    >>> op.rollback(); op.on_input(0, [("c", 1, 1)])   # same length, another batch
     >>> read_since([op.journal], mid)[::2]
     ([('a', 0, 1), ('c', 1, 1)], True)
     """

@@ -25,6 +25,7 @@ from typing import Any, Iterable, Sequence
 
 from lattice import Antichain
 from operators.base import Operator, Update
+from operators.undo import UndoDict
 from ddflow.errors import DataError
 from ddflow.trace import Batch, Trace
 
@@ -40,10 +41,10 @@ class Arrange(Operator):
         self.by_self = by_self
         # Updates not yet sealed, by time: a pass only looks at the distinct times,
         # so data buffered far in the future costs nothing until it becomes complete.
-        self._buffer: dict[Any, list[Update]] = {}
+        self._buffer: dict[Any, list[Update]] = UndoDict()
         self.trace = Trace()
         self._upper: Antichain | None = None
-        self._readers: dict[int, Antichain | None] = {}
+        self._readers: dict[int, Antichain | None] = UndoDict()
         self._since: Antichain | None = None
         self._caps: list | None = []
         self._sealed_upto: Any = None
@@ -61,14 +62,21 @@ class Arrange(Operator):
                         f"{self.name} needs (key, value) pairs, got a "
                         f"{type(d).__name__}" + (f" of length {len(d)}" if isinstance(d, tuple) else ""),
                         operator=self.name, record=d, time=u[1])
-        buffer = self._buffer
+        by_time: dict[Any, list[Update]] = {}
         for u in updates:
-            bucket = buffer.get(u[1])
+            bucket = by_time.get(u[1])
             if bucket is None:
-                buffer[u[1]] = [u]
-                self._caps = None
+                by_time[u[1]] = [u]
             else:
                 bucket.append(u)
+        buffer = self._buffer
+        for t, us in by_time.items():
+            bucket = buffer.touch(t)      # recorded once per time, not per update
+            if bucket is None:
+                buffer[t] = us
+                self._caps = None
+            else:
+                bucket.extend(us)
 
     def capabilities(self) -> Iterable[Any]:
         if self._caps is None:

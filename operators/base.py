@@ -16,14 +16,30 @@ Counters (read by `Dataflow.metrics()` and by the tests that show work follows t
 size of a change): `records_in`, `records_out`, `batches_out`, `work` (records read
 from traces), `times_visited` (times at which a reduce evaluated its logic).
 
-Rollback: `snapshot()` / `restore()` copy the attributes named in `_state` (traces
-snapshot themselves in O(batches), since their batches are immutable).  A failed
-step is undone by restoring every operator, so user errors leave nothing half-applied.
+Rollback (`operators.undo`): the engine calls `checkpoint()` on an operator before
+its first hook call of a step, then `commit()` when the step succeeds or
+`rollback()` when anything in it raised, so user errors leave nothing half-applied.
+Between the two, the operator records the before-image of what its hooks overwrite,
+declared by class attributes:
+
+* `_state`: attributes restored by value (frontiers, scalars).  When the value is an
+  `UndoDict` (or a tuple of them) its keys are recorded as they are written; when it
+  is a trace, its O(#batches) `snapshot()` is taken.  A plain mutable container here
+  is refused (`TypeError` at `checkpoint()`): it would need a whole copy.
+* `_append_only`: lists that only grow (or are swapped for a fresh list): their length.
+* `_caches`: derived from the state, reset to None by `rollback()`.
+* `_counters`: counters beyond the base's, restored with them.
+* `_writes`: attributes holding *other* operators whose state this one's hooks
+  mutate (a reader advances its arrangement's compaction frontier): checkpoint,
+  commit and rollback extend to them, so the engine need not know who writes where.
+
+A step therefore costs what it touched.  `undo_records` and `undo_values` count the
+records written and the values copied into them (not rolled back: they measure the
+mechanism, and are not among `counters()`).
 """
 
 from __future__ import annotations
 
-import copy
 from collections import deque
 from typing import Any, Iterable, Sequence
 
@@ -31,6 +47,7 @@ from lattice import Antichain
 from ddflow.errors import DataError, DataflowError, UserFunctionError
 from ddflow.progress import IDENTITY, Summary
 from ddflow.updates import consolidate_unsorted
+from operators.undo import Prefix, undo_dicts
 
 Update = tuple  # (data, time, diff)
 
@@ -40,12 +57,17 @@ _COUNTERS = ("records_in", "records_out", "batches_out", "work", "times_visited"
 class Operator:
     """Base of all operator state machines."""
 
-    #: Names of attributes holding mutable state, copied by `snapshot()`.
+    #: Attributes restored by value; `UndoDict`s among them record per key, traces
+    #: by snapshot (see the module docstring).
     _state: tuple[str, ...] = ()
-    #: Lists that only ever grow: snapshotted by length, truncated on restore.
+    #: Lists that only grow (or are swapped for a fresh list): recorded by length.
     _append_only: tuple[str, ...] = ()
-    #: Caches derived from the state: reset to None on restore.
+    #: Caches derived from the state: reset to None by `rollback()`.
     _caches: tuple[str, ...] = ()
+    #: Counters beyond the base's: restored by `rollback()`, listed by `counters()`.
+    _counters: tuple[str, ...] = ()
+    #: Attributes holding other operators whose state this one's hooks mutate.
+    _writes: tuple[str, ...] = ()
     n_inputs: int = 1
     #: How the operator moves times from input to output, for progress tracking: the
     #: identity for operators whose outputs are at (or after) their input times; scope
@@ -60,6 +82,9 @@ class Operator:
         self.batches_out = 0
         self.work = 0
         self.times_visited = 0
+        self.undo_records = 0
+        self.undo_values = 0
+        self._undo_log: _Checkpoint | None = None
 
     # -- hooks ---------------------------------------------------------------
     def on_input(self, port: int, updates: list[Update]) -> None:
@@ -127,41 +152,75 @@ class Operator:
         err.__cause__ = exc
         return err
 
-    # -- rollback ------------------------------------------------------------
+    # -- rollback (the engine-facing contract) -------------------------------
     def checkpoint(self) -> None:
-        """Remember the state, so that `rollback()` can return to it (idempotent
-        until `commit()` or `rollback()`)."""
-        if getattr(self, "_checkpoint", None) is None:
-            self._checkpoint = self.snapshot()
+        """Start recording what this operator's next mutations overwrite, until
+        `commit()` or `rollback()`; a second call before then does nothing.
 
-    def rollback(self) -> None:
-        snap = getattr(self, "_checkpoint", None)
-        if snap is not None:
-            self.restore(snap)
-        self._checkpoint = None
+        Costs O(#declared attributes), plus O(#batches) per trace.
+        """
+        if self._undo_log is not None:
+            return
+        names = (*_COUNTERS, *self._counters, *self._state)
+        values = tuple(getattr(self, a) for a in names)
+        dicts, traces = [], []
+        for attr, value in zip(self._state, values[len(names) - len(self._state):]):
+            found = list(undo_dicts(value))
+            if found:
+                dicts.extend(found)
+            elif hasattr(value, "snapshot") and hasattr(value, "restore"):
+                snap = value.snapshot()
+                traces.append((value, snap))
+                self.undo_values += len(getattr(snap, "batches", ()))
+            elif isinstance(value, (list, set, dict, deque)):
+                raise TypeError(
+                    f"{type(self).__name__}.{attr} is a plain {type(value).__name__} in "
+                    "_state, which rollback would have to copy whole: make it an "
+                    "operators.undo.UndoDict, or list it in _append_only")
+        for d in dicts:
+            d.checkpoint()
+        prefixes = tuple((a, Prefix(getattr(self, a), len(getattr(self, a))))
+                         for a in self._append_only)
+        self._undo_log = _Checkpoint(names, values, tuple(dicts), tuple(traces), prefixes)
+        # One record for the scalars, one per trace snapshot, one per list length.
+        self.undo_records += 1 + len(traces) + len(prefixes)
+        for attr in self._writes:
+            getattr(self, attr).checkpoint()
 
     def commit(self) -> None:
-        self._checkpoint = None
+        """Forget the records of this step and stop recording."""
+        log, self._undo_log = self._undo_log, None
+        if log is None:
+            return
+        for d in log.dicts:
+            self._tally(d.commit())
+        for attr in self._writes:
+            getattr(self, attr).commit()
 
-    def snapshot(self) -> dict[str, Any]:
-        snap = {c: getattr(self, c) for c in _COUNTERS}
-        for attr in self._state:
-            snap[attr] = _copy_state(getattr(self, attr))
-        for attr in self._append_only:
-            snap[attr] = ("length", len(getattr(self, attr)))
-        return snap
-
-    def restore(self, snap: dict[str, Any]) -> None:
+    def rollback(self) -> None:
+        """Put the state back exactly as at `checkpoint()` (the output buffer empty,
+        counters as they were, caches reset) and stop recording.  Nothing to undo
+        (no checkpoint, or already rolled back): does nothing."""
+        log, self._undo_log = self._undo_log, None
+        if log is None:
+            return
         self._out = []
-        for attr, value in snap.items():
-            if attr in _COUNTERS:
-                setattr(self, attr, value)
-            elif value[0] == "length":
-                del getattr(self, attr)[value[1]:]
-            else:
-                setattr(self, attr, _restore_state(getattr(self, attr), value))
+        for attr, value in zip(log.names, log.values):
+            setattr(self, attr, value)
+        for d in log.dicts:
+            self._tally(d.rollback())
+        for trace, snap in log.traces:
+            trace.restore(snap)
+        for attr, prefix in log.prefixes:
+            setattr(self, attr, prefix.restore())
         for attr in self._caches:
             setattr(self, attr, None)
+        for attr in self._writes:
+            getattr(self, attr).rollback()
+
+    def _tally(self, records_copied: tuple[int, int]) -> None:
+        self.undo_records += records_copied[0]
+        self.undo_values += records_copied[1]
 
     def consolidate(self, updates: list[Update]) -> list[Update]:
         """`consolidate_unsorted`, with unhashable data reported as a `DataError`
@@ -179,23 +238,16 @@ class Operator:
             raise
 
     def counters(self) -> dict[str, int]:
-        return {c: getattr(self, c) for c in _COUNTERS}
+        return {c: getattr(self, c) for c in (*_COUNTERS, *self._counters)}
 
 
-def _copy_state(value: Any) -> Any:
-    snap = getattr(value, "snapshot", None)
-    if snap is not None:
-        return ("trace", snap())
-    if isinstance(value, dict):
-        # dict of sets / lists / deques (pending times, buffers): copy one level down.
-        return ("dict", {k: (copy.copy(v) if isinstance(v, (set, list, dict, deque)) else v)
-                         for k, v in value.items()})
-    return ("copy", copy.copy(value))
+class _Checkpoint:
+    """What `checkpoint()` saved: attribute values, the recording `UndoDict`s, trace
+    snapshots and list lengths."""
 
+    __slots__ = ("names", "values", "dicts", "traces", "prefixes")
 
-def _restore_state(current: Any, saved: tuple) -> Any:
-    kind, value = saved
-    if kind == "trace":
-        current.restore(value)
-        return current
-    return value
+    def __init__(self, names: tuple, values: tuple, dicts: tuple, traces: tuple,
+                 prefixes: tuple) -> None:
+        self.names, self.values, self.dicts = names, values, dicts
+        self.traces, self.prefixes = traces, prefixes

@@ -75,6 +75,7 @@ from typing import Any, Iterable, Sequence
 from lattice import Antichain, Product, TimeError, sort_key
 from operators.arrange import Arrange
 from operators.base import Operator, Update
+from operators.undo import UndoDict
 
 
 def distinct_rule(w1: int, w2: int, w3: int, w: int) -> int:
@@ -175,34 +176,39 @@ class DistinctTrace(Operator):
 
     _state = ("_fresh", "_pending", "_by_time", "_since")
     _caches = ("_caps",)
+    _writes = ("source",)           # advance_reader moves the arrangement's compaction
 
     def __init__(self, source: Arrange, name: str = "distinct_trace") -> None:
         super().__init__(name)
         self.source = source
         self._rid = source.register_reader()
-        self._fresh: dict[Any, set] = {}     # element -> new input times, not yet joined
-        self._pending: dict[Any, set] = {}   # element -> times to visit (joins done)
+        # element -> new input times, not yet joined; element -> times to visit (joins done)
+        self._fresh: dict[Any, set] = UndoDict()
+        self._pending: dict[Any, set] = UndoDict()
         # time -> elements with a fresh or pending time there (in arrival order): a
         # pass visits only elements that have a newly complete time.
-        self._by_time: dict[Any, dict] = {}
+        self._by_time: dict[Any, dict] = UndoDict()
         self._since: Antichain | None = None
         self._caps: list | None = []
 
     def _index(self, x: Any, t: Any) -> None:
-        elements = self._by_time.get(t)
+        by_time = self._by_time
+        elements = by_time.get(t)
         if elements is None:
-            self._by_time[t] = {x: None}
+            by_time[t] = {x: None}
             self._caps = None
-        else:
-            elements[x] = None
+        elif x not in elements:
+            by_time.touch(t)[x] = None
 
     def _unindex(self, x: Any, times: Iterable[Any]) -> None:
+        by_time = self._by_time
         for t in times:
-            elements = self._by_time.get(t)
-            if elements is not None:
-                elements.pop(x, None)
+            elements = by_time.get(t)
+            if elements is not None and x in elements:
+                by_time.touch(t)
+                del elements[x]
                 if not elements:
-                    del self._by_time[t]
+                    del by_time[t]
                     self._caps = None
 
     def on_input(self, port: int, updates: list[Update]) -> None:
@@ -214,8 +220,8 @@ class DistinctTrace(Operator):
             s = fresh.get(x)
             if s is None:
                 fresh[x] = {t}
-            else:
-                s.add(t)
+            elif t not in s:
+                fresh.touch(x).add(t)
             self._index(x, t)
 
     def capabilities(self) -> Iterable[Any]:

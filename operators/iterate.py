@@ -13,8 +13,12 @@ The fixpoint law: a variable `x` set to `f(x)` satisfies, at every `(outer, r)`,
 `Feedback` also watches convergence: a change that would enter round
 `max_rounds + 1` either raises `ConvergenceError` naming the loop, the outer time,
 the round and the last changes (and whether they recur with a period, the signature
-of an oscillating loop), or with `on_limit="truncate"` is dropped.  It keeps a
-per-(outer time, round) log of changes for round-by-round views.
+of an oscillating loop), or with `on_limit="truncate"` is dropped.  What it keeps
+for that is bounded: the last rounds' changes of an outer time, only near the limit,
+and only until the input frontier has passed that outer time.  It also keeps a log of
+the most recent `LOG_ENTRIES` (outer time, round) entries for round-by-round views
+(`Dataflow.loop_rows()`), a ring, so a long-running loop neither grows it nor makes a
+step record more than the entries it wrote.
 
 >>> from lattice import Product as P
 >>> fb = Feedback(max_rounds=10, name="loop")
@@ -29,14 +33,19 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Callable, Sequence
 
-from lattice import Antichain, Product, sort_key
+from lattice import Antichain, Product, less_equal, sort_key
 from operators.base import Operator, Update
+from operators.undo import UndoDict
 from ddflow.errors import ConvergenceError
 from ddflow.progress import ENTER, LEAVE, NEXT_ROUND
 from ddflow.updates import consolidate
 
 #: Records kept per (outer time, round) in the loop log, for display.
 LOG_SAMPLE = 12
+#: (outer time, round) entries the loop log keeps, the most recent ones: enough for
+#: every round of the last few outer times of the loops the notebooks and benchmarks
+#: draw, and a bound on the memory of a loop fed for ever.
+LOG_ENTRIES = 4096
 #: Rounds of history kept near the limit to recognise an oscillation.
 _PERIOD_WINDOW = 8
 
@@ -99,7 +108,8 @@ class Feedback(Operator):
     logged as a change).
     """
 
-    _state = ("log", "_recent", "_held", "truncated")
+    _state = ("_log", "_log_next", "_recent", "truncated")
+    _append_only = ("_held",)       # extended, then swapped for the updates still held
     summary = NEXT_ROUND
 
     def __init__(self, max_rounds: int | None = None, on_limit: str = "raise",
@@ -109,9 +119,12 @@ class Feedback(Operator):
         super().__init__(name)
         self.max_rounds = max_rounds
         self.on_limit = on_limit
-        #: (outer time, round) -> (number of changes, sample of changed records)
-        self.log: dict[tuple, list] = {}
-        self._recent: dict[Any, deque] = {}
+        # The loop log, a ring: slot -> ((outer time, round), changes, sample), the
+        # entry numbered n in slot n % LOG_ENTRIES; `_log_next` numbers the next one.
+        self._log: dict[int, tuple] = UndoDict()
+        self._log_next = 0
+        # outer time -> its last rounds' changes, kept near the limit only.
+        self._recent: dict[Any, deque] = UndoDict()
         self._held: list[Update] = []
         self.truncated = 0
 
@@ -128,20 +141,21 @@ class Feedback(Operator):
         return bool(self._held)
 
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
-        if not self._held:
-            return
         frontier = frontiers[0]
-        ready, rest = [], []
-        for u in self._held:
-            (rest if frontier.less_equal(u[1]) else ready).append(u)
-        self._held = rest
-        if ready:
-            self._forward(self.consolidate(ready))
+        if self._held:
+            ready, rest = [], []
+            for u in self._held:
+                (rest if frontier.less_equal(u[1]) else ready).append(u)
+            self._held = rest
+            if ready:
+                self._forward(self.consolidate(ready))
+        if self._recent:
+            self._forget_finished(frontier)
 
     def _forward(self, updates: list[Update]) -> None:
         out = []
         limit = self.max_rounds
-        log = self.log
+        entries: dict[tuple, list] = {}     # (outer, round) -> [changes, sample]
         for d, t, r in updates:
             nxt = Product(t.outer, t.inner + 1)
             if limit is not None and nxt.inner > limit:
@@ -149,15 +163,36 @@ class Feedback(Operator):
                     self.truncated += 1
                     continue
                 raise self._not_converged(t.outer, nxt.inner, updates)
-            # Entries are immutable (count, sample) pairs, so a shallow copy of the
-            # log is a snapshot a failed step cannot reach into.
-            n, sample = log.get((t.outer, nxt.inner), (0, ()))
-            log[(t.outer, nxt.inner)] = (n + 1, sample + ((d, r),) if len(sample) < LOG_SAMPLE
-                                         else sample)
+            entry = entries.get((t.outer, nxt.inner))
+            if entry is None:
+                entries[(t.outer, nxt.inner)] = [1, [(d, r)]]
+            else:
+                entry[0] += 1
+                if len(entry[1]) < LOG_SAMPLE:
+                    entry[1].append((d, r))
             out.append((d, nxt, r))
+        # A time is forwarded once, when it is complete: each (outer, round) gets
+        # one entry, appended to the ring (the oldest entry gives way).
+        for key, (n, sample) in entries.items():
+            self._log[self._log_next % LOG_ENTRIES] = (key, n, tuple(sample))
+            self._log_next += 1
         if limit is not None:
             self._remember(out)
         self.emit(out)
+
+    @property
+    def log(self) -> dict[tuple, tuple]:
+        """The loop log, oldest entry first: (outer time, round) -> (changes, sample
+        of changed records), for the most recent `LOG_ENTRIES` (outer time, round)."""
+        ring, n = self._log, self._log_next
+        out: dict[tuple, tuple] = {}
+        for seq in range(max(0, n - LOG_ENTRIES), n):
+            key, changes, sample = ring[seq % LOG_ENTRIES]
+            if key in out:      # not expected (see _forward); merged all the same
+                c0, s0 = out[key]
+                changes, sample = c0 + changes, (s0 + sample)[:LOG_SAMPLE]
+            out[key] = (changes, sample)
+        return out
 
 
     # -- convergence diagnostics ----------------------------------------------
@@ -168,9 +203,20 @@ class Feedback(Operator):
         for d, t, r in out:
             if t.inner > near:
                 by_time.setdefault((t.outer, t.inner), []).append((d, r))
+        recent = self._recent
         for (outer, rnd), changes in by_time.items():
-            q = self._recent.setdefault(outer, deque(maxlen=2 * _PERIOD_WINDOW + 1))
+            q = recent.touch(outer)
+            if q is None:
+                q = recent[outer] = deque(maxlen=2 * _PERIOD_WINDOW + 1)
             q.append((rnd, frozenset(_sum_changes(changes).items())))
+
+    def _forget_finished(self, frontier: Antichain) -> None:
+        """Drop the windows of outer times the input frontier has passed: no change
+        can reach them any more, so no diagnostic will ask for them."""
+        recent = self._recent
+        for outer in [o for o in recent
+                      if not any(less_equal(f.outer, o) for f in frontier.elements)]:
+            del recent[outer]
 
     def _not_converged(self, outer: Any, rnd: int, updates: list[Update]) -> ConvergenceError:
         last = consolidate([(d, t.inner + 1, r) for d, t, r in updates if t.outer == outer])

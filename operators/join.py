@@ -47,7 +47,9 @@ class JoinCore(Operator):
     """
 
     n_inputs = 2
-    _state = ("_pending",)
+    # Each side's changes since the last frontier: extended, then swapped for fresh lists.
+    _append_only = ("_pending_left", "_pending_right")
+    _writes = ("left", "right")     # advance_reader moves the arrangements' compaction
 
     def __init__(self, left: Arrange, right: Arrange, kind: str = "join",
                  logic: Callable | None = None, name: str = "join") -> None:
@@ -58,11 +60,12 @@ class JoinCore(Operator):
         self.kind, self.logic = kind, logic
         self._rid_left = left.register_reader()
         self._rid_right = right.register_reader()
-        self._pending: dict[int, list[Update]] = {0: [], 1: []}
+        self._pending_left: list[Update] = []
+        self._pending_right: list[Update] = []
 
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
-        self._pending[port].extend(updates)
+        (self._pending_right if port else self._pending_left).extend(updates)
 
     def capabilities(self) -> Iterable[Any]:
         # Input waits here only until the frontier is told, in the same visit.
@@ -76,9 +79,9 @@ class JoinCore(Operator):
         return bool(self._pending[0] or self._pending[1])
 
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
-        d_left, d_right = self._pending[0], self._pending[1]
+        d_left, d_right = self._pending_left, self._pending_right
         if d_left or d_right:
-            self._pending = {0: [], 1: []}
+            self._pending_left, self._pending_right = [], []
             out: list[Update] = []
             if d_left:
                 self._product(d_left, self.right.trace.get, False, 1, out)

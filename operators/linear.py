@@ -94,6 +94,8 @@ Stage = tuple  # (kind, fn) or (kind, fn, on_frontier) for inspect
 class Linear(Operator):
     """One or more fused linear stages applied to every batch, in order."""
 
+    _state = ("_last_frontier",)
+
     def __init__(self, stages: Sequence[Stage], name: str | None = None) -> None:
         for s in stages:
             if s[0] not in _STAGES:
@@ -164,7 +166,7 @@ class Consolidate(Operator):
     [('b', 2, 4)]
     """
 
-    _state = ("_buffer",)
+    _append_only = ("_buffer",)     # extended, then swapped for a fresh list
 
     def __init__(self, name: str = "consolidate") -> None:
         super().__init__(name)

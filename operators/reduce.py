@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterable, Sequence
 from lattice import Antichain, joins_above, less_equal, sort_key
 from operators.arrange import Arrange, _lower_of
 from operators.base import Operator, Update
+from operators.undo import UndoDict
 from ddflow.errors import DataError
 from ddflow.trace import Batch, Trace
 
@@ -52,6 +53,7 @@ class Reduce(Operator):
 
     _state = ("_pending", "_by_time", "out_trace", "_upper", "_since")
     _caches = ("_caps",)
+    _writes = ("source",)           # advance_reader moves the arrangement's compaction
 
     def __init__(self, source: Arrange, logic: Logic, name: str = "reduce") -> None:
         super().__init__(name)
@@ -59,10 +61,12 @@ class Reduce(Operator):
         self.logic = logic
         self._rid = source.register_reader()
         self.out_trace = Trace()
-        self._pending: dict[Any, set] = {}      # key -> times to evaluate
-        self._by_time: dict[Any, dict] = {}     # time -> keys pending there (the index
-        self._upper: Antichain | None = None    # that lets a pass skip keys whose
-        self._since: Antichain | None = None    # times all lie beyond the frontier)
+        # key -> times to evaluate; time -> keys pending there (the index that lets a
+        # pass skip keys whose times all lie beyond the frontier).
+        self._pending: dict[Any, set] = UndoDict()
+        self._by_time: dict[Any, dict] = UndoDict()
+        self._upper: Antichain | None = None
+        self._since: Antichain | None = None
         self._caps: list | None = []
 
     def on_input(self, port: int, updates: list[Update]) -> None:
@@ -71,19 +75,21 @@ class Reduce(Operator):
             self._add_pending(k, t)
 
     def _add_pending(self, key: Any, t: Any) -> None:
-        s = self._pending.get(key)
+        pending = self._pending
+        s = pending.get(key)
         if s is None:
-            self._pending[key] = {t}
+            pending[key] = {t}
         elif t in s:
             return
         else:
-            s.add(t)
-        keys = self._by_time.get(t)
+            pending.touch(key).add(t)
+        by_time = self._by_time
+        keys = by_time.get(t)
         if keys is None:
-            self._by_time[t] = {key: None}     # a dict: keys stay in arrival order
+            by_time[t] = {key: None}     # a dict: keys stay in arrival order
             self._caps = None
         else:
-            keys[key] = None
+            by_time.touch(t)[key] = None
 
     def capabilities(self) -> Iterable[Any]:
         if self._caps is None:
@@ -138,11 +144,12 @@ class Reduce(Operator):
         others.update(t for _o, t, _r in outputs)
         candidates = joins_above(pending, others)
         ready = [u for u in candidates if not beyond(u)]
+        by_time = self._by_time
         for t in self._pending.pop(key):
-            keys = self._by_time[t]
+            keys = by_time.touch(t)
             keys.pop(key, None)
             if not keys:
-                del self._by_time[t]
+                del by_time[t]
                 self._caps = None
         for u in candidates:
             if beyond(u):

@@ -7,9 +7,10 @@ counts every worker's pointstamps.  An update goes to the worker that produced i
 except into a keyed operator (an arrangement), which receives each update on the
 worker `shard_of(key, W)`: the exchange.
 
-Rollback: each operator is checkpointed the first time a step touches it; if
-anything raises, the touched operators are put back, queued work is dropped, and the
-sessions get their updates back before the error reaches the caller.
+Rollback: each operator is checkpointed the first time a step touches it (from then
+on it records what the step overwrites, `operators.undo`); if anything raises, the
+touched operators are rolled back, queued work is dropped, and the sessions get
+their updates back before the error reaches the caller; otherwise they commit.
 """
 
 from __future__ import annotations

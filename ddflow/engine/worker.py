@@ -267,12 +267,11 @@ class Worker:
         self.tracker.propagate()
 
     def _touch(self, k: int, i: int) -> None:
+        # An operator's checkpoint extends to the operators it writes (a reader
+        # advancing its arrangement's compaction), so only the touched one is named.
         undo = self._undo
-        if undo is None:
-            return
-        # A reader advances its arrangement's compaction: checkpoint those too.
-        for j in (i, *self.plan.nodes[i].inputs):
-            op = self.ops[k][j]
+        if undo is not None:
+            op = self.ops[k][i]
             if id(op) not in undo:
                 op.checkpoint()
                 undo[id(op)] = op

@@ -72,6 +72,7 @@ from typing import Any, Callable, Iterable, Sequence
 from lattice import Antichain, join, sort_key
 from operators.arrange import Arrange
 from operators.base import Operator, Update
+from operators.undo import UndoDict
 from ddflow.updates import consolidate_unsorted
 
 from operators.wcoj.plan import (KeyFn, Participant, RulePlan, Step, delta_plan,  # noqa: F401
@@ -95,6 +96,12 @@ class HalfJoin(Operator):
     """
 
     n_inputs = 2
+    # The index is the arrangement's state: rollback keeps the buffer, `_low`, the
+    # counters, and extends to the index, whose compaction `_release` advances.
+    _state = ("_buffer", "_low")
+    _caches = ("_caps",)
+    _counters = ("counted", "proposed", "validated")
+    _writes = ("index",)
 
     def __init__(self, index: Arrange, neu: bool, total: bool, name: str,
                  finish: KeyFn | None = None) -> None:
@@ -106,7 +113,7 @@ class HalfJoin(Operator):
         #: partial order, moves them to their `lub`: sound, as `lub >= t`).
         self.finish = finish
         self._rid = index.register_reader()
-        self._buffer: dict[Any, list[Update]] = {}   # stream time -> waiting prefixes
+        self._buffer: dict[Any, list[Update]] = UndoDict()   # stream time -> waiting prefixes
         self._caps: list | None = []
         self._low: Any = None
         self.counted = self.proposed = self.validated = 0
@@ -115,14 +122,20 @@ class HalfJoin(Operator):
         if port:
             return   # the index's batches: it is read through its trace
         self.records_in += len(updates)
-        buf = self._buffer
+        by_time: dict[Any, list[Update]] = {}
         for u in updates:
-            t = u[1]
-            waiting = buf.get(t)
+            waiting = by_time.get(u[1])
             if waiting is None:
-                buf[t] = [u]
+                by_time[u[1]] = [u]
             else:
                 waiting.append(u)
+        buf = self._buffer
+        for t, us in by_time.items():
+            waiting = buf.touch(t)        # recorded once per time, not per update
+            if waiting is None:
+                buf[t] = us
+            else:
+                waiting.extend(us)
         self._caps = None
 
     def capabilities(self) -> Iterable[Any]:
@@ -184,19 +197,6 @@ class HalfJoin(Operator):
             return
         self._low = low
         self.index.advance_reader(self._rid, Antichain((low - 1,)))
-
-    # Rollback: the buffer and counters only (the index is the arrangement's state).
-    def snapshot(self) -> dict[str, Any]:
-        return {"c": (self.records_in, self.records_out, self.batches_out, self.work,
-                      self.counted, self.proposed, self.validated, self._low),
-                "b": {t: list(us) for t, us in self._buffer.items()}}
-
-    def restore(self, snap: dict[str, Any]) -> None:
-        self._out = []
-        (self.records_in, self.records_out, self.batches_out, self.work, self.counted,
-         self.proposed, self.validated, self._low) = snap["c"]
-        self._buffer = snap["b"]
-        self._caps = None
 
     def _total(self, recs: list[Update], t: int, bound: int, out: list) -> None:
         raise NotImplementedError

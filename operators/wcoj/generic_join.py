@@ -31,9 +31,10 @@ level-wise count / propose / intersect and is exact.
 State (`z1`): per source relation its accumulated tuples, and per (relation, key
 positions, extension position) an index `key -> value -> weight` (the
 relation's multiplicity when the extension completes the tuple, else the number
-of its tuples with that key and value: its support).  Rollback: `snapshot()`
-starts an undo journal of the index writes; `restore()` replays it backwards, so
-a failed step costs its own changes, not a copy of the state.
+of its tuples with that key and value: its support).  Rollback is the shared one of
+`operators.undo`: every one of these is an `UndoDict`, so a step records the
+tuples and index keys it wrote (an index key's before-image is its small
+`value -> weight` dict), not a copy of the state.
 
 Counters: `counted`, `proposed`, `validated` (intersection look-ups), `prefixes`
 (intermediate records of every level), and `work`, their sum.
@@ -54,11 +55,10 @@ import attrs
 
 from lattice import Antichain
 from operators.base import Operator, Update
+from operators.undo import UndoDict
 from operators.wcoj.plan import key_getter, tuple_getter
 from ddflow.errors import TimeError
 from ddflow.updates import consolidate_unsorted
-
-_MISSING = object()
 
 
 @attrs.frozen
@@ -204,8 +204,9 @@ class GenericJoin(Operator):
     values, as a tuple, with multiplicity the product of the atoms'.
     """
 
-    _COUNTS = ("records_in", "records_out", "batches_out", "work", "times_visited",
-               "counted", "proposed", "validated", "prefixes")
+    _state = ("_acc", "_indexes", "_pending")
+    _caches = ("_caps",)
+    _counters = ("counted", "proposed", "validated", "prefixes")
 
     def __init__(self, atoms: Sequence[Sequence[str]], sources: Sequence[int],
                  n_sources: int, head: Sequence[str], name: str = "generic_join") -> None:
@@ -215,34 +216,47 @@ class GenericJoin(Operator):
         self.plans = [generic_plan(atoms, sources, i) for i in range(len(atoms))]
         self._heads = [tuple_getter([p.order.index(v) for v in head]) for p in self.plans]
         self._trigger_sources = [sources[p.trigger] for p in self.plans]
-        self._acc: list[dict] = [{} for _ in range(n_sources)]
+        # Per source: tuple -> multiplicity.  A tuple: the family never changes.
+        self._acc: tuple[dict, ...] = tuple(UndoDict() for _ in range(n_sources))
         ids = {(e.source, e.key_src, e.ext_src, e.last)
                for p in self.plans for lv in p.levels for e in lv.extenders}
-        self._index: dict[tuple, dict] = {i: {} for i in ids}
+        # index id -> key -> value -> weight.  The id -> index map is fixed after
+        # construction; `_indexes` lists the same indices for rollback.
+        self._index: dict[tuple, dict] = {i: UndoDict() for i in sorted(ids)}
+        self._indexes = tuple(self._index.values())
         self._by_source: list[list] = [[] for _ in range(n_sources)]
         for i in sorted(ids):
             self._by_source[i[0]].append((i, key_getter(i[1]), i[2], i[3]))
         self._getters = {(e.atom, e.key_pre): key_getter(e.key_pre)
                          for p in self.plans for lv in p.levels for e in lv.extenders}
-        self._pending: dict[int, list[list]] = {}
+        # time -> its updates as (port, data, diff), in arrival order (a list that
+        # only grows until the tick takes it).
+        self._pending: dict[int, list[tuple]] = UndoDict()
         self._caps: list | None = []
-        self._journal: list | None = None
         self.counted = self.proposed = self.validated = self.prefixes = 0
 
     # -- input and progress -------------------------------------------------------
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
-        pending = self._pending
+        by_time: dict[int, list[tuple]] = {}
         for d, t, r in updates:
             if type(t) is not int:
                 raise TimeError("the generic join processes ticks in time order and needs "
                                 "totally ordered (int) times; use delta queries for "
                                 f"partially ordered ones (got {t!r})",
                                 operator=self.name, record=d, time=t)
-            ports = pending.get(t)
-            if ports is None:
-                ports = pending[t] = [[] for _ in range(self.n_inputs)]
-            ports[port].append((d, r))
+            tick = by_time.get(t)
+            if tick is None:
+                by_time[t] = [(port, d, r)]
+            else:
+                tick.append((port, d, r))
+        pending = self._pending
+        for t, ups in by_time.items():
+            tick = pending.touch(t)       # recorded once per time, not per update
+            if tick is None:
+                pending[t] = ups
+            else:
+                tick.extend(ups)
         self._caps = None
 
     def capabilities(self) -> Iterable[Any]:
@@ -268,13 +282,12 @@ class GenericJoin(Operator):
             self._caps = None
 
     # -- one tick -------------------------------------------------------------------
-    def _tick(self, t: int, ports: list[list]) -> None:
-        deltas: list[dict] = []
-        for ups in ports:
-            d: dict = {}
-            for data, r in ups:
-                d[data] = d.get(data, 0) + r
-            deltas.append({k: w for k, w in d.items() if w})
+    def _tick(self, t: int, ups: list[tuple]) -> None:
+        sums: list[dict] = [{} for _ in range(self.n_inputs)]
+        for port, data, r in ups:
+            d = sums[port]
+            d[data] = d.get(data, 0) + r
+        deltas = [{k: w for k, w in d.items() if w} for d in sums]
         views: dict = {}
         out: list[Update] = []
         for plan, head, src in zip(self.plans, self._heads, self._trigger_sources):
@@ -365,9 +378,8 @@ class GenericJoin(Operator):
                 inner[v] = inner.get(v, 0) + x
         return out
 
-    # -- commit (z1 := z1 + Δ), journaled for rollback ----------------------------------
+    # -- commit (z1 := z1 + Δ) -----------------------------------------------------------
     def _commit(self, deltas: list[dict]) -> None:
-        journal = self._journal
         for s, delta in enumerate(deltas):
             if not delta:
                 continue
@@ -377,8 +389,6 @@ class GenericJoin(Operator):
             for tup, r in delta.items():
                 m = acc.get(tup, 0)
                 m2 = m + r
-                if journal is not None:
-                    journal.append((acc, tup, m if m else _MISSING))
                 if m2:
                     acc[tup] = m2
                 else:
@@ -388,52 +398,21 @@ class GenericJoin(Operator):
                     if not last and not flip:
                         continue
                     k, v = kg(tup), tup[ext]
-                    inner = index.get(k)
+                    inner = index.touch(k)     # its weights change in place below
                     if inner is None:
-                        if journal is not None:
-                            journal.append((index, k, _MISSING))
                         inner = index[k] = {}
-                    x = inner.get(v, 0)
-                    x2 = m2 if last else x + flip
-                    if journal is not None:
-                        journal.append((inner, v, x if x else _MISSING))
+                    x2 = m2 if last else inner.get(v, 0) + flip
                     if x2:
                         inner[v] = x2
                     else:
                         inner.pop(v, None)
                         if not inner:
-                            if journal is not None:
-                                journal.append((index, k, inner))
                             del index[k]
 
     def trace_records(self) -> int:
         """Records held: accumulated tuples plus index entries."""
         return (sum(len(a) for a in self._acc)
                 + sum(len(m) for index in self._index.values() for m in index.values()))
-
-    # -- rollback -----------------------------------------------------------------------
-    def snapshot(self) -> dict[str, Any]:
-        self._journal = []
-        return {"counters": {c: getattr(self, c) for c in self._COUNTS},
-                "pending": {t: [list(q) for q in ports] for t, ports in self._pending.items()},
-                "journal": self._journal}
-
-    def restore(self, snap: dict[str, Any]) -> None:
-        self._out = []
-        journal = snap["journal"]
-        for d, k, old in reversed(journal):
-            if old is _MISSING:
-                d.pop(k, None)
-            else:
-                d[k] = old
-        journal.clear()
-        for c, v in snap["counters"].items():
-            setattr(self, c, v)
-        self._pending = snap["pending"]
-        self._caps = None
-
-    def counters(self) -> dict[str, int]:
-        return {c: getattr(self, c) for c in self._COUNTS}
 
     def _check(self) -> None:
         """Invariants: no zero multiplicity, indices agree with the accumulated state."""
