@@ -69,14 +69,15 @@ class JoinCore(Operator):
 
     def capabilities(self) -> Iterable[Any]:
         # Input waits here only until the frontier is told, in the same visit.
-        if not (self._pending[0] or self._pending[1]):
+        if not (self._pending_left or self._pending_right):
             return ()
-        return Antichain(u[1] for q in self._pending.values() for u in q).elements
+        return Antichain(u[1] for q in (self._pending_left, self._pending_right)
+                         for u in q).elements
 
     def wants_frontier(self) -> bool:
         # Idle, a move of the frontier would only advance compaction, which may lag
         # until the next input (later compaction is always sound).
-        return bool(self._pending[0] or self._pending[1])
+        return bool(self._pending_left or self._pending_right)
 
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         d_left, d_right = self._pending_left, self._pending_right
