@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections import Counter
 from operator import itemgetter
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import attrs
 
@@ -70,6 +70,18 @@ class Summary:
         for r in self.push:
             t = Product(t, r)
         return t
+
+    def compiled(self) -> Callable[[Any], Any]:
+        """`apply` as a function specialised to this summary's shape (the common ones
+        build their product directly)."""
+        if self.pop == 1 and not self.add and not self.push:
+            return _outer
+        if not self.pop and not self.push and self.add:
+            add = self.add
+            return lambda t: tuple.__new__(Product, (t[0], t[1] + add))
+        if not self.pop and not self.add and self.push == (0,):
+            return lambda t: tuple.__new__(Product, (t, 0))
+        return self.apply
 
     def then(self, other: Summary) -> Summary:
         """This summary followed by `other`."""
@@ -209,6 +221,7 @@ class Tracker:
         self._frontier: list[Antichain] = [EMPTY] * n_locations
         self._stale: set[int] = set()
         self._changes: dict[tuple[int, Any], int] = {}
+        self._effects: dict[tuple, tuple] = {}
         #: counters: pointstamp changes, location frontier changes pushed, port
         #: counts touched, port frontiers rebuilt
         self.changed = self.pushed = self.touched = self.rebuilt = 0
@@ -265,30 +278,36 @@ class Tracker:
                 dirty.add(location)
         if not dirty:
             return set()
-        # The frontier changes of the dirty locations, summed per (time, port) first: a
-        # batch moving from one port to the next adds and removes the same time
-        # downstream, and that must not look like a move.
-        net: dict[Any, dict[int, int]] = {}
-        direct, moved_by = self._direct, self._moved_by
+        # The frontier changes of the dirty locations, grouped by time: a pointstamp
+        # moving from one operator to the next is one time leaving a location and
+        # entering another, and downstream of both the two cancel.  The net effect of
+        # each such pattern of (location, +-1) on the ports is computed once and kept.
+        by_time: dict[Any, list] = {}
         for location in dirty:
             old_f = own_frontier[location].elements
             new_f = _minimal_positive(stamps[location])
             own_frontier[location] = new_f
             new_e = new_f.elements
-            for time, delta in [(t, -1) for t in old_f if t not in new_e] + \
-                               [(t, 1) for t in new_e if t not in old_f]:
-                self.pushed += 1
-                at = net.get(time)
+            for t in old_f:
+                if t not in new_e:
+                    by_time.setdefault(t, []).append((location, -1))
+            for t in new_e:
+                if t not in old_f:
+                    by_time.setdefault(t, []).append((location, 1))
+        net: dict[Any, dict[int, int]] = {}
+        effects = self._effects
+        for time, pattern in by_time.items():
+            self.pushed += len(pattern)
+            key = tuple(pattern) if len(pattern) == 1 else tuple(sorted(pattern))
+            effect = effects.get(key)
+            if effect is None:
+                effect = self._effect(key)
+            for port, f, delta in effect:
+                t = time if f is None else f(time)
+                at = net.get(t)
                 if at is None:
-                    at = net[time] = {}
-                for port in direct[location]:
-                    at[port] = at.get(port, 0) + delta
-                for port, s in moved_by[location]:
-                    t = s.apply(time)
-                    at2 = net.get(t)
-                    if at2 is None:
-                        at2 = net[t] = {}
-                    at2[port] = at2.get(port, 0) + delta
+                    at = net[t] = {}
+                at[port] = at.get(port, 0) + delta
         moved: set[int] = set()
         counts, frontier, stale, node_of = self.counts, self._frontier, self._stale, self.node_of
         for t, at in net.items():
@@ -314,6 +333,22 @@ class Tracker:
                     stale.add(port)
                     moved.add(node_of[port])
         return moved
+
+    def _effect(self, pattern: tuple) -> tuple:
+        """What a time leaving and entering these locations does to the watched ports:
+        `(port, summary, +-n)` for every (port, summary) whose count does not cancel."""
+        total: dict[tuple, int] = {}
+        for location, delta in pattern:
+            for port in self._direct[location]:
+                total[(port, IDENTITY)] = total.get((port, IDENTITY), 0) + delta
+            for port, s in self._moved_by[location]:
+                total[(port, s)] = total.get((port, s), 0) + delta
+        effect = tuple((port, None if s is IDENTITY else s.compiled(), n)
+                       for (port, s), n in total.items() if n)
+        if len(self._effects) >= _EFFECTS_KEPT:
+            self._effects.clear()
+        self._effects[pattern] = effect
+        return effect
 
     # -- reading -------------------------------------------------------------------
     def frontier(self, port: int) -> Antichain:
@@ -354,6 +389,11 @@ class Tracker:
         for port in range(len(self.counts)):
             if self.watched[self.node_of[port]]:
                 assert self.frontier(port) == Antichain(self.counts[port]), port
+
+
+#: Patterns of location frontier changes whose effect on the ports is remembered (a
+#: graph shows few: mostly a time passing from one operator to the next).
+_EFFECTS_KEPT = 4096
 
 
 def _in_advance(elements: tuple, t: Any) -> bool:
@@ -397,3 +437,4 @@ def time_counts(updates: Sequence[tuple]) -> dict:
 
 
 _time_of = itemgetter(1)
+_outer = itemgetter(0)

@@ -47,7 +47,7 @@ from lattice import Antichain
 from ddflow.errors import DataError, DataflowError, UserFunctionError
 from ddflow.progress import IDENTITY, Summary
 from ddflow.updates import consolidate_unsorted
-from operators.undo import Prefix, undo_dicts
+from operators.undo import Prefix, UndoDict, undo_dicts
 
 Update = tuple  # (data, time, diff)
 
@@ -99,7 +99,9 @@ class Operator:
         Everything an operator keeps after `on_input` (a buffer, pending work, even
         input held only until its `on_frontier` in the same visit) must be covered:
         the engine releases a delivered batch's own pointstamps before it tells the
-        operator the frontier.
+        operator the frontier.  An operator that caches its answer replaces the cached
+        object when the answer changes, never mutates it: the engine skips a report
+        it has seen before.
         """
         return ()
 
@@ -161,10 +163,20 @@ class Operator:
         """
         if self._undo_log is not None:
             return
-        names = (*_COUNTERS, *self._counters, *self._state)
+        cls = type(self)
+        names = cls.__dict__.get("_undo_names")
+        if names is None:
+            names = (*_COUNTERS, *self._counters, *self._state)
+            cls._undo_names = names          # per class: its declarations are fixed
         values = tuple(getattr(self, a) for a in names)
         dicts, traces = [], []
         for attr, value in zip(self._state, values[len(names) - len(self._state):]):
+            kind = type(value)
+            if kind is UndoDict:
+                dicts.append(value)
+                continue
+            if value is None or kind in _SCALARS:
+                continue
             found = list(undo_dicts(value))
             if found:
                 dicts.extend(found)
@@ -239,6 +251,11 @@ class Operator:
 
     def counters(self) -> dict[str, int]:
         return {c: getattr(self, c) for c in (*_COUNTERS, *self._counters)}
+
+
+#: Immutable values kept in `_state` by reference (frontiers, times, counts): the
+#: checkpoint needs no more than their value, so it does not inspect them further.
+_SCALARS = frozenset({Antichain, int, bool, str, float})
 
 
 class _Checkpoint:

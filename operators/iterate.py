@@ -110,6 +110,7 @@ class Feedback(Operator):
 
     _state = ("_log", "_log_next", "_recent", "truncated")
     _append_only = ("_held",)       # extended, then swapped for the updates still held
+    _caches = ("_caps",)
     summary = NEXT_ROUND
 
     def __init__(self, max_rounds: int | None = None, on_limit: str = "raise",
@@ -126,16 +127,19 @@ class Feedback(Operator):
         # outer time -> its last rounds' changes, kept near the limit only.
         self._recent: dict[Any, deque] = UndoDict()
         self._held: list[Update] = []
+        self._caps: list | None = []
         self.truncated = 0
 
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
         self._held.extend(updates)
+        self._caps = None
 
     def capabilities(self) -> list:
-        if not self._held:
-            return []
-        return list(Antichain(Product(t.outer, t.inner + 1) for _d, t, _r in self._held))
+        if self._caps is None:
+            times = {u[1] for u in self._held}
+            self._caps = list(Antichain(Product(t.outer, t.inner + 1) for t in times))
+        return self._caps
 
     def wants_frontier(self) -> bool:
         return bool(self._held)
@@ -147,6 +151,8 @@ class Feedback(Operator):
             for u in self._held:
                 (rest if frontier.less_equal(u[1]) else ready).append(u)
             self._held = rest
+            if ready:
+                self._caps = None
             if ready:
                 self._forward(self.consolidate(ready))
         if self._recent:

@@ -49,6 +49,7 @@ class Worker:
         self.queues = [[[[] for _ in range(pn.n_ports)] for pn in plan.nodes]
                        for _ in self.shards]                         # [(batch, counts)]
         self.caps = [[frozenset() for _ in plan.nodes] for _ in self.shards]
+        self._reported: list[list] = [[None] * len(plan.nodes) for _ in self.shards]
         self.told: list = [None] * len(plan.nodes)
         self.tracker = plan.tracker()
         self.outbox: dict = {}
@@ -174,6 +175,10 @@ class Worker:
         reported = self.ops[k][i].capabilities()
         if not reported and not self.caps[k][i]:
             return
+        last = self._reported[k]
+        if reported is last[i]:
+            return      # the same cached report as last time: nothing changed
+        last[i] = reported
         new = frozenset(reported)
         old = self.caps[k][i]
         if new == old:
@@ -259,6 +264,7 @@ class Worker:
         self._heap, self._scheduled = [], set()
         self.tracker = self.plan.tracker()
         self.caps = [[frozenset() for _ in self.plan.nodes] for _ in self.shards]
+        self._reported = [[None] * len(self.plan.nodes) for _ in self.shards]
         for k in range(len(self.shards)):
             for i in range(len(self.plan.nodes)):
                 self._sync_caps(k, i)
