@@ -422,7 +422,17 @@ def _minimal_positive(counts: dict) -> Antichain:
     first = next(iter(counts))
     if type(first) is int:
         return Antichain._trusted((min(counts),))
-    kept: list = []
+    if type(first) is Product and all(type(t[0]) is int and type(t[1]) is int for t in counts):
+        # Products of ints: the tuple order is a linear extension of the product
+        # order, and the minimal elements have strictly falling rounds in it.
+        kept = []
+        low = None
+        for t in sorted(counts, key=tuple):
+            if low is None or t[1] < low:
+                kept.append(t)
+                low = t[1]
+        return Antichain._trusted(tuple(kept))
+    kept = []
     for t in sorted(counts, key=sort_key):
         if not any(less_equal(k, t) for k in kept):
             kept.append(t)

@@ -41,6 +41,7 @@ mechanism, and are not among `counters()`).
 from __future__ import annotations
 
 from collections import deque
+from operator import attrgetter
 from typing import Any, Iterable, Sequence
 
 from lattice import Antichain
@@ -168,7 +169,13 @@ class Operator:
         if names is None:
             names = (*_COUNTERS, *self._counters, *self._state)
             cls._undo_names = names          # per class: its declarations are fixed
-        values = tuple(getattr(self, a) for a in names)
+            cls._undo_get = attrgetter(*names)
+        values = cls._undo_get(self)
+        if not (self._state or self._append_only or self._writes):
+            # A stateless operator (a map, a concat): its counters are all it has.
+            self._undo_log = _Checkpoint(names, values, (), (), ())
+            self.undo_records += 1
+            return
         dicts, traces = [], []
         for attr, value in zip(self._state, values[len(names) - len(self._state):]):
             kind = type(value)

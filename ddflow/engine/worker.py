@@ -34,6 +34,7 @@ from ddflow.engine.plan import Plan
 from ddflow.errors import DataError
 from ddflow.progress import time_counts
 from ddflow.sharding import shard_of
+from operators.base import Operator
 
 
 class Worker:
@@ -50,6 +51,12 @@ class Worker:
                        for _ in self.shards]                         # [(batch, counts)]
         self.caps = [[frozenset() for _ in plan.nodes] for _ in self.shards]
         self._reported: list[list] = [[None] * len(plan.nodes) for _ in self.shards]
+        # Nodes whose output reaches their own input ports (inside a loop).
+        self._cyclic = [any(port in plan.ports[i] for port, _ss in plan.reach[i])
+                        for i in range(len(plan.nodes))]
+        # Operators that never hold a capability are never asked.
+        self._has_caps = [type(row[i]).capabilities is not Operator.capabilities
+                          for row in self.ops[:1] for i in range(len(plan.nodes))]
         self.told: list = [None] * len(plan.nodes)
         self.tracker = plan.tracker()
         self.outbox: dict = {}
@@ -145,7 +152,10 @@ class Worker:
                 for _b, counts in q:
                     tracker.update_counts(ports[p], counts, -1)
             if got:
-                self._flush(k, i)
+                # What it keeps of the batch counts before its own frontier is read
+                # only if its output can come back to it (a loop); otherwise its
+                # capabilities are taken once, after it has been told the frontier.
+                self._flush(k, i, caps=self._cyclic[i] or not self.plan.watched[i])
             had.append(got)
         # The delivered batches are released before the frontier is read: whatever
         # the operators still hold of them is in their capabilities (synced above),
@@ -165,13 +175,16 @@ class Worker:
                 self.ops[k][i].on_frontier(frontier)
                 self._flush(k, i)
 
-    def _flush(self, k: int, i: int) -> None:
+    def _flush(self, k: int, i: int, caps: bool = True) -> None:
         op = self.ops[k][i]
         if op._out:
             self._route(i, self.shards[k], op.take_output())
-        self._sync_caps(k, i)
+        if caps:
+            self._sync_caps(k, i)
 
     def _sync_caps(self, k: int, i: int) -> None:
+        if not self._has_caps[i]:
+            return
         reported = self.ops[k][i].capabilities()
         if not reported and not self.caps[k][i]:
             return
@@ -193,9 +206,19 @@ class Worker:
     def _route(self, i: int, shard: int, updates: list) -> None:
         total = self.total
         self.routed += len(updates)
+        watched = self.plan.watched
         for j, port, exchange, name in self.plan.nodes[i].consumers:
             if exchange is None or total == 1:
-                self.enqueue(shard, j, port, updates)
+                if watched[j]:
+                    self.enqueue(shard, j, port, updates)
+                else:
+                    # An operator that never reads a frontier takes the batch at once:
+                    # no frontier is read before it has passed it on, so the hop needs
+                    # no pointstamps (and no visit).
+                    k = self._local[shard]
+                    self._touch(k, j)
+                    self.ops[k][j].on_input(port, updates)
+                    self._flush(k, j)
                 continue
             for dest, part in split_by_shard(updates, exchange, total, name).items():
                 if dest in self._local:
