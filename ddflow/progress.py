@@ -272,7 +272,8 @@ class Tracker:
                 continue
             if old == 0:
                 # A new time moves the location's frontier unless something there is <= it.
-                if not _in_advance(own_frontier[location].elements, time):
+                elements = own_frontier[location].elements
+                if not elements or not _in_advance(elements, time):
                     dirty.add(location)
             elif m == 0 and time in own_frontier[location].elements:
                 dirty.add(location)
@@ -367,7 +368,16 @@ class Tracker:
                           for t in own[location].elements for s in ss])
 
     def frontiers(self, node: int) -> tuple[Antichain, ...]:
-        return tuple(self.frontier(port) for port in self.ports[node])
+        if not self.watched[node]:
+            return tuple(self._pull(port) for port in self.ports[node])
+        stale, cached = self._stale, self._frontier
+        if stale:
+            for port in self.ports[node]:
+                if port in stale:
+                    stale.discard(port)
+                    cached[port] = _minimal_positive(self.counts[port])
+                    self.rebuilt += 1
+        return tuple([cached[port] for port in self.ports[node]])
 
     def _check(self) -> None:
         """Invariants: no pending change, counts positive, each location's frontier is

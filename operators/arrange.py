@@ -119,7 +119,8 @@ class Arrange(Operator):
 
     def advance_reader(self, rid: int, frontier: Antichain) -> None:
         """Reader `rid` will only read at times in advance of `frontier` from now on."""
-        if self._readers.get(rid) == frontier:
+        last = self._readers.get(rid)
+        if last is frontier or last == frontier:
             return
         self._readers[rid] = frontier
         frontiers = list(self._readers.values())

@@ -179,7 +179,7 @@ class Worker:
         op = self.ops[k][i]
         if op._out:
             self._route(i, self.shards[k], op.take_output())
-        if caps:
+        if caps and self._has_caps[i]:
             self._sync_caps(k, i)
 
     def _sync_caps(self, k: int, i: int) -> None:
