@@ -16,14 +16,20 @@ timely's `progress/reachability.rs`):
   another are an antichain of summaries, computed **once**, when a plan is compiled
   (`path_summaries`).  Around a loop every lap adds a round, so a lap never yields
   a new least summary and the computation stops.
-* A `Tracker` keeps, for every input port, how many pointstamps reach it at each
-  time (the pointstamp's time mapped by each path summary).  A change of a count
-  somewhere is pushed to exactly the ports it reaches; a port's frontier (the
-  minimal times of positive count) is recomputed only when a time joins below it
-  or one of its own elements leaves.  Nothing is ever swept from scratch.
+* A `Tracker` keeps the pointstamps of every location with their minimal times (the
+  location's own frontier) and, for every input port, how many locations' minimal
+  times reach it at each time (mapped by each path summary).  Only a change of a
+  location's own frontier travels, to exactly the ports it reaches; a port's
+  frontier is recomputed only when a time joins below it or one of its own elements
+  leaves.  Nothing is ever swept from scratch.
+* Counts are kept only at the ports of operators that read their frontier (and
+  which those are is known when the plan is compiled); any other port's frontier
+  is computed from the locations' frontiers when someone asks.
 
-The semantics are those of the fixed point the previous version swept for: a time is
-complete at a port exactly when no pointstamp can reach the port at or before it.
+What it does not do: decide when to look (the engines' `Worker` does), or know what
+a time is beyond `less_equal` and the summaries.  The invariant (`Tracker._check`):
+a time is complete at a port exactly when no pointstamp can reach the port at or
+before it, the same fixed point the previous, sweeping version computed.
 Nothing here counts empty rounds: a loop is done for an outer time exactly when no
 pointstamp at that time remains, however many rounds it took to get there.
 
@@ -39,7 +45,7 @@ from __future__ import annotations
 
 from collections import Counter
 from operator import itemgetter
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 import attrs
 
@@ -286,7 +292,11 @@ class Tracker:
         by_time: dict[Any, list] = {}
         for location in dirty:
             old_f = own_frontier[location].elements
-            new_f = _minimal_positive(stamps[location])
+            own = stamps[location]
+            if len(own) <= 1:       # the common case: one time or none, nothing to sort
+                new_f = Antichain._trusted(tuple(own)) if own else EMPTY
+            else:
+                new_f = _minimal_positive(own)
             own_frontier[location] = new_f
             new_e = new_f.elements
             for t in old_f:
@@ -375,7 +385,9 @@ class Tracker:
             for port in self.ports[node]:
                 if port in stale:
                     stale.discard(port)
-                    cached[port] = _minimal_positive(self.counts[port])
+                    c = self.counts[port]
+                    cached[port] = (Antichain._trusted(tuple(c)) if len(c) == 1
+                                    else _minimal_positive(c))
                     self.rebuilt += 1
         return tuple([cached[port] for port in self.ports[node]])
 

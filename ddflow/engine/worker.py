@@ -63,6 +63,7 @@ class Worker:
         self._external: dict = {}
         self._heap: list[int] = []
         self._scheduled: set[int] = set()
+        self._uncounted: list = []            # (node, port, queue entry) not counted
         self._undo: dict | None = None
         self._told_before: list | None = None
         self.passes = 0
@@ -71,11 +72,27 @@ class Worker:
 
     # -- feeding -----------------------------------------------------------------
     def enqueue(self, shard: int, node: int, port: int, updates: list) -> None:
-        """Queue a batch for `node`'s `port` on local shard `shard`."""
-        counts = time_counts(updates)
-        self.queues[self._local[shard]][node][port].append((updates, counts))
-        self.tracker.update_counts(self.plan.ports[node][port], counts)
+        """Queue a batch for `node`'s `port` on local shard `shard`.
+
+        Its pointstamps are counted only if a frontier is read before the node takes
+        the batch (`_count_queued`): a batch handed to the next node visited costs
+        progress tracking nothing.
+        """
+        entry = [updates, None]
+        self.queues[self._local[shard]][node][port].append(entry)
+        self._uncounted.append((node, port, entry))
         self._schedule(node)
+
+    def _count_queued(self) -> None:
+        """Count the queued batches not yet counted: a frontier is about to be read.
+        (The node being visited has just taken its own; any batch still queued, its
+        own included, is counted.)"""
+        ports, update_counts = self.plan.ports, self.tracker.update_counts
+        for node, port, entry in self._uncounted:
+            if entry[0] is not None:
+                entry[1] = counts = time_counts(entry[0])
+                update_counts(ports[node][port], counts)
+        self._uncounted = []
 
     def inject(self, node: int, updates: list) -> None:
         """Queue an input's updates, each on the shard its data belongs to."""
@@ -108,9 +125,10 @@ class Worker:
         """Messages for other shards, `{(dest, node, port): updates}`, handed over: from
         now on whoever delivers them counts them."""
         outbox, self.outbox = self.outbox, {}
+        # Recorded, not pushed: the next superstep brings them back among the other
+        # shards' pointstamps before anything reads a frontier here.
         for (_dest, node, port), updates in outbox.items():
             self.tracker.update_counts(self.plan.ports[node][port], time_counts(updates), -1)
-        self._reschedule(self.tracker.propagate())
         return outbox
 
     # -- the pass loop -----------------------------------------------------------
@@ -149,8 +167,10 @@ class Worker:
                     self._touch(k, i)
                     got = True
                 self.ops[k][i].on_input(p, batch)
-                for _b, counts in q:
-                    tracker.update_counts(ports[p], counts, -1)
+                for entry in q:
+                    if entry[1] is not None:
+                        tracker.update_counts(ports[p], entry[1], -1)
+                    entry[0] = None         # taken: no longer a pointstamp
             if got:
                 # What it keeps of the batch counts before its own frontier is read
                 # only if its output can come back to it (a loop); otherwise its
@@ -162,6 +182,8 @@ class Worker:
         # so the frontier they are told is already past what they just received.
         if not self.plan.watched[i]:
             return      # nothing here acts on a frontier
+        if self._uncounted:
+            self._count_queued()
         moved = tracker.propagate()
         moved.discard(i)            # its frontier is read right now
         self._reschedule(moved)
@@ -197,11 +219,10 @@ class Worker:
         if new == old:
             return
         self.caps[k][i] = new
-        update = self.tracker.update
+        diff = dict.fromkeys(new - old, 1)
         for t in old - new:
-            update(i, t, -1)
-        for t in new - old:
-            update(i, t, 1)
+            diff[t] = -1
+        self.tracker.update_counts(i, diff)
 
     def _route(self, i: int, shard: int, updates: list) -> None:
         total = self.total
@@ -251,8 +272,8 @@ class Worker:
         for queues in self.queues:
             for i, qs in enumerate(queues):
                 for p, q in enumerate(qs):
-                    for _b, counts in q:
-                        queued.setdefault((i, p), set()).update(counts)
+                    for batch, _counts in q:
+                        queued.setdefault((i, p), set()).update(u[1] for u in batch)
         return ({i: list(Antichain(ts)) for i, ts in caps.items()},
                 {k: list(Antichain(ts)) for k, ts in queued.items()})
 
@@ -284,7 +305,7 @@ class Worker:
         self.queues = [[[[] for _ in range(pn.n_ports)] for pn in self.plan.nodes]
                        for _ in self.shards]
         self.outbox = {}
-        self._heap, self._scheduled = [], set()
+        self._heap, self._scheduled, self._uncounted = [], set(), []
         self.tracker = self.plan.tracker()
         self.caps = [[frozenset() for _ in self.plan.nodes] for _ in self.shards]
         self._reported = [[None] * len(self.plan.nodes) for _ in self.shards]
