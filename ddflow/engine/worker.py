@@ -69,6 +69,7 @@ class Worker:
         self.passes = 0
         self.visits = 0
         self.routed = 0
+        self._schedule_untold()
 
     # -- feeding -----------------------------------------------------------------
     def enqueue(self, shard: int, node: int, port: int, updates: list) -> None:
@@ -248,6 +249,13 @@ class Worker:
                     self.outbox.setdefault((dest, j, port), []).extend(part)
                     self.tracker.update_counts(self.plan.ports[j][port], time_counts(part))
 
+    def _schedule_untold(self) -> None:
+        # Every operator that reads frontiers hears its first one, even if no data
+        # and no change ever reach it (an inspect waiting for completion).
+        for i, watched in enumerate(self.plan.watched):
+            if watched and self.told[i] is None:
+                self._schedule(i)
+
     def _schedule(self, i: int) -> None:
         if i not in self._scheduled:
             self._scheduled.add(i)
@@ -315,6 +323,7 @@ class Worker:
         external, self._external = self._external, {}
         self.set_external(external)
         self.tracker.propagate()
+        self._schedule_untold()
 
     def _touch(self, k: int, i: int) -> None:
         # An operator's checkpoint extends to the operators it writes (a reader

@@ -271,3 +271,17 @@ def test_every_engine_implements_the_engine_protocol():
     # The Spark engine is checked by its type (building one would start a JVM).
     for name in ("compile", "run", "operators", "captured", "frontier"):
         assert callable(getattr(SparkEngine, name))
+
+
+def test_an_operator_reading_frontiers_hears_the_first_even_with_no_data():
+    """A node is visited when data or a frontier change reaches it; an operator that
+    reads frontiers is also told its first one, even if nothing ever arrives (found
+    by review: an inspect waiting for completion was never called)."""
+    for workers in (1, 3):
+        seen: list = []
+        df = ddflow.Dataflow(workers=workers)
+        s, c = df.new_collection()
+        c.inspect(lambda u: None, on_frontier=seen.append).capture()
+        s.close()
+        df.run()
+        assert seen and seen[-1] == Antichain()
