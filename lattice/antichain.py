@@ -25,12 +25,19 @@ import attrs
 from sortedcontainers import SortedKeyList
 
 from lattice import join, less_equal, sort_key
+from lattice.product import Product
 from lattice.errors import TimeError
 
 
 def _minimal(times: Iterable[Any]) -> tuple:
     """Minimal elements of `times`, sorted by `sort_key` (a canonical form)."""
     distinct = set(times)
+    if not distinct:
+        return ()
+    if len(distinct) == 1:
+        (t,) = distinct
+        if type(t) is int or type(t) is Product:
+            return (t,)     # one time is its own antichain (others are checked below)
     try:
         ordered = sorted(distinct, key=sort_key)
     except TypeError as e:
