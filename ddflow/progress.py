@@ -305,27 +305,21 @@ class Tracker:
             for t in new_e:
                 if t not in old_f:
                     by_time.setdefault(t, []).append((location, 1))
-        net: dict[Any, dict[int, int]] = {}
+        # Applied to the counts straight away: each pattern's effect is already net, and
+        # two patterns meeting at one (port, time) in one call is rare (when it
+        # happens, a transient zero only marks a frontier for a recompute).
         effects = self._effects
+        moved: set[int] = set()
+        counts, frontier, stale, node_of = self.counts, self._frontier, self._stale, self.node_of
         for time, pattern in by_time.items():
             self.pushed += len(pattern)
             key = tuple(pattern) if len(pattern) == 1 else tuple(sorted(pattern))
             effect = effects.get(key)
             if effect is None:
                 effect = self._effect(key)
+            self.touched += len(effect)
             for port, f, delta in effect:
                 t = time if f is None else f(time)
-                at = net.get(t)
-                if at is None:
-                    at = net[t] = {}
-                at[port] = at.get(port, 0) + delta
-        moved: set[int] = set()
-        counts, frontier, stale, node_of = self.counts, self._frontier, self._stale, self.node_of
-        for t, at in net.items():
-            self.touched += len(at)
-            for port, delta in at.items():
-                if not delta:
-                    continue
                 c = counts[port]
                 old = c.get(t, 0)
                 new = old + delta
