@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from collections import Counter
 from operator import itemgetter
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import attrs
 
@@ -77,18 +77,6 @@ class Summary:
             t = Product(t, r)
         return t
 
-    def compiled(self) -> Callable[[Any], Any]:
-        """`apply` as a function specialised to this summary's shape (the common ones
-        build their product directly)."""
-        if self.pop == 1 and not self.add and not self.push:
-            return _outer
-        if not self.pop and not self.push and self.add:
-            add = self.add
-            return lambda t: tuple.__new__(Product, (t[0], t[1] + add))
-        if not self.pop and not self.add and self.push == (0,):
-            return lambda t: tuple.__new__(Product, (t, 0))
-        return self.apply
-
     def then(self, other: Summary) -> Summary:
         """This summary followed by `other`."""
         if other.pop <= len(self.push):
@@ -112,6 +100,24 @@ IDENTITY = Summary()
 ENTER = Summary(push=(0,))
 LEAVE = Summary(pop=1)
 NEXT_ROUND = Summary(add=1)
+
+
+# The shapes of summary the tracker applies inline, and how it recognises them.
+_SAME, _NEXT, _ENTER, _LEAVE, _OTHER = range(5)
+
+
+def _kind_of(s: Summary) -> tuple[int, Any]:
+    """`(shape, argument)` of a summary: the identity, `add` rounds, entering at a
+    round, leaving one scope, or anything else (applied by `Summary.apply`)."""
+    if s == IDENTITY:
+        return _SAME, None
+    if not s.pop and not s.push:
+        return _NEXT, s.add
+    if not s.pop and not s.add and len(s.push) == 1:
+        return _ENTER, s.push[0]
+    if s.pop == 1 and not s.add and not s.push:
+        return _LEAVE, None
+    return _OTHER, s
 
 
 def _insert_summary(antichain: list, s: Summary) -> bool:
@@ -226,30 +232,29 @@ class Tracker:
         self.counts: list[dict] = [{} for _ in range(n_locations)]
         self._frontier: list[Antichain] = [EMPTY] * n_locations
         self._stale: set[int] = set()
-        self._changes: dict[tuple[int, Any], int] = {}
+        #: Changes recorded and not yet propagated: (location, time) -> delta.
+        self.changes: dict[tuple[int, Any], int] = {}
         self._effects: dict[tuple, tuple] = {}
-        #: counters: pointstamp changes, location frontier changes pushed, port
-        #: counts touched, port frontiers rebuilt
-        self.changed = self.pushed = self.touched = self.rebuilt = 0
+        #: counters: pointstamp changes, times whose (net) move was pushed to the
+        #: ports, port frontiers rebuilt
+        self.changed = self.pushed = self.rebuilt = 0
 
     # -- recording ---------------------------------------------------------------
     def update(self, location: int, time: Any, delta: int) -> None:
-        key = (location, time)
-        n = self._changes.get(key, 0) + delta
-        if n:
-            self._changes[key] = n
-        else:
-            self._changes.pop(key, None)
+        self.update_counts(location, {time: delta})
 
     def update_counts(self, location: int, counts: dict, sign: int = 1) -> None:
-        changes = self._changes
+        changes = self.changes
         for time, n in counts.items():
             key = (location, time)
-            m = changes.get(key, 0) + sign * n
-            if m:
-                changes[key] = m
-            else:
-                changes.pop(key, None)
+            if key in changes:
+                m = changes[key] + sign * n
+                if m:
+                    changes[key] = m
+                else:
+                    del changes[key]
+            elif n:
+                changes[key] = sign * n
 
     def propagate(self) -> set[int]:
         """Apply the recorded changes; the nodes whose input frontier may have moved.
@@ -257,15 +262,17 @@ class Tracker:
         Only a change of a location's own frontier travels: a batch queued at a time
         its port already holds reaches nobody new.
         """
-        changes, self._changes = self._changes, {}
+        changes, self.changes = self.changes, {}
         if not changes:
             return set()
-        self.changed += len(changes)
+        # Subscripts and `in` rather than method calls in these loops: they run for
+        # every change, and a call costs more than the work it would do.
         stamps, own_frontier = self.stamps, self._own
         dirty: set[int] = set()
+        self.changed += len(changes)
         for (location, time), delta in changes.items():
             own = stamps[location]
-            old = own.get(time, 0)
+            old = own[time] if time in own else 0
             m = old + delta
             if m < 0:
                 raise ProgressError(f"pointstamp count of {time!r} at location {location} "
@@ -293,35 +300,57 @@ class Tracker:
         for location in dirty:
             old_f = own_frontier[location].elements
             own = stamps[location]
-            if len(own) <= 1:       # the common case: one time or none, nothing to sort
-                new_f = Antichain._trusted(tuple(own)) if own else EMPTY
+            if not own:
+                new_f = EMPTY
+            elif len(own) == 1:     # the common case: one time, nothing to sort
+                new_f = Antichain._trusted(tuple(own))
             else:
                 new_f = _minimal_positive(own)
             own_frontier[location] = new_f
             new_e = new_f.elements
             for t in old_f:
                 if t not in new_e:
-                    by_time.setdefault(t, []).append((location, -1))
+                    if t in by_time:
+                        by_time[t].append((location, -1))
+                    else:
+                        by_time[t] = [(location, -1)]
             for t in new_e:
                 if t not in old_f:
-                    by_time.setdefault(t, []).append((location, 1))
+                    if t in by_time:
+                        by_time[t].append((location, 1))
+                    else:
+                        by_time[t] = [(location, 1)]
         # Applied to the counts straight away: each pattern's effect is already net, and
         # two patterns meeting at one (port, time) in one call is rare (when it
         # happens, a transient zero only marks a frontier for a recompute).
         effects = self._effects
+        make = tuple.__new__        # builds a Product without a Python-level call
         moved: set[int] = set()
         counts, frontier, stale, node_of = self.counts, self._frontier, self._stale, self.node_of
+        self.pushed += len(by_time)
         for time, pattern in by_time.items():
-            self.pushed += len(pattern)
-            key = tuple(pattern) if len(pattern) == 1 else tuple(sorted(pattern))
-            effect = effects.get(key)
-            if effect is None:
-                effect = self._effect(key)
-            self.touched += len(effect)
-            for port, f, delta in effect:
-                t = time if f is None else f(time)
+            if len(pattern) == 1:
+                key = (pattern[0],)
+            elif len(pattern) == 2:
+                a, b = pattern
+                key = (a, b) if a < b else (b, a)
+            else:
+                key = tuple(sorted(pattern))
+            effect = effects[key] if key in effects else self._effect(key)
+            for port, kind, arg, delta in effect:
+                # The common summaries inline (a call per count would cost more).
+                if kind == _SAME:
+                    t = time
+                elif kind == _NEXT:
+                    t = make(Product, (time[0], time[1] + arg))
+                elif kind == _ENTER:
+                    t = make(Product, (time, arg))
+                elif kind == _LEAVE:
+                    t = time[0]
+                else:
+                    t = arg.apply(time)
                 c = counts[port]
-                old = c.get(t, 0)
+                old = c[t] if t in c else 0
                 new = old + delta
                 if new:
                     c[t] = new
@@ -331,7 +360,8 @@ class Tracker:
                     continue
                 if old <= 0 < new:
                     # A new time lowers the frontier only if nothing there is <= it.
-                    if not _in_advance(frontier[port].elements, t):
+                    elements = frontier[port].elements
+                    if not elements or not _in_advance(elements, t):
                         stale.add(port)
                         moved.add(node_of[port])
                 elif new <= 0 < old and t in frontier[port].elements:
@@ -348,8 +378,7 @@ class Tracker:
                 total[(port, IDENTITY)] = total.get((port, IDENTITY), 0) + delta
             for port, s in self._moved_by[location]:
                 total[(port, s)] = total.get((port, s), 0) + delta
-        effect = tuple((port, None if s is IDENTITY else s.compiled(), n)
-                       for (port, s), n in total.items() if n)
+        effect = tuple((port, *_kind_of(s), n) for (port, s), n in total.items() if n)
         if len(self._effects) >= _EFFECTS_KEPT:
             self._effects.clear()
         self._effects[pattern] = effect
@@ -375,21 +404,27 @@ class Tracker:
         if not self.watched[node]:
             return tuple(self._pull(port) for port in self.ports[node])
         stale, cached = self._stale, self._frontier
+        ports = self.ports[node]
         if stale:
-            for port in self.ports[node]:
+            for port in ports:
                 if port in stale:
-                    stale.discard(port)
+                    stale.remove(port)
                     c = self.counts[port]
-                    cached[port] = (Antichain._trusted(tuple(c)) if len(c) == 1
-                                    else _minimal_positive(c))
+                    if len(c) == 1:
+                        for t in c:
+                            cached[port] = Antichain._trusted((t,))
+                    else:
+                        cached[port] = _minimal_positive(c)
                     self.rebuilt += 1
-        return tuple([cached[port] for port in self.ports[node]])
+        if len(ports) == 1:
+            return (cached[ports[0]],)
+        return tuple(cached[port] for port in ports)
 
     def _check(self) -> None:
         """Invariants: no pending change, counts positive, each location's frontier is
         that of its pointstamps, each port's count is the number of locations whose
         frontier reaches it at that time, and port frontiers match the counts."""
-        assert not self._changes, self._changes
+        assert not self.changes, self.changes
         expect: list[dict] = [{} for _ in self.counts]
         for location, own in enumerate(self.stamps):
             assert all(n > 0 for n in own.values()), own
@@ -438,9 +473,10 @@ def _minimal_positive(counts: dict) -> Antichain:
     first = next(iter(counts))
     if type(first) is int:
         return Antichain._trusted((min(counts),))
-    if type(first) is Product and all(type(t[0]) is int and type(t[1]) is int for t in counts):
-        # Products of ints: the tuple order is a linear extension of the product
-        # order, and the minimal elements have strictly falling rounds in it.
+    if type(first) is Product and type(first[0]) is int and type(first[1]) is int:
+        # Products of ints (the times at one port are all of one shape): the tuple
+        # order is a linear extension of the product order, and the minimal elements
+        # have strictly falling rounds in it.
         kept = []
         low = None
         for t in sorted(counts, key=tuple):
@@ -463,4 +499,3 @@ def time_counts(updates: Sequence[tuple]) -> dict:
 
 
 _time_of = itemgetter(1)
-_outer = itemgetter(0)

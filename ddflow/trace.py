@@ -45,7 +45,6 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
 
-import attrs
 
 from lattice import Antichain, less_equal, sort_key
 
@@ -59,13 +58,16 @@ from ddflow.updates import sorted_data
 FANIN = 4
 
 
-@attrs.frozen(slots=True, eq=False)
 class TraceSnapshot:
-    """A trace's state at one moment: its batches (immutable, shared) and frontiers."""
+    """A trace's state at one moment: its batches (immutable, shared) and frontiers.
 
-    batches: tuple
-    since: Antichain | None
-    upper: Antichain | None
+    A plain slotted class: one is taken per trace per step that touches it."""
+
+    __slots__ = ("batches", "since", "upper")
+
+    def __init__(self, batches: tuple, since: Antichain | None,
+                 upper: Antichain | None) -> None:
+        self.batches, self.since, self.upper = batches, since, upper
 
 
 class Trace:

@@ -187,7 +187,8 @@ class Operator:
             found = list(undo_dicts(value))
             if found:
                 dicts.extend(found)
-            elif hasattr(value, "snapshot") and hasattr(value, "restore"):
+            elif kind in _TRACES or (hasattr(value, "snapshot") and hasattr(value, "restore")):
+                _TRACES.add(kind)
                 snap = value.snapshot()
                 traces.append((value, snap))
                 self.undo_values += len(getattr(snap, "batches", ()))
@@ -263,6 +264,8 @@ class Operator:
 #: Immutable values kept in `_state` by reference (frontiers, times, counts): the
 #: checkpoint needs no more than their value, so it does not inspect them further.
 _SCALARS = frozenset({Antichain, int, bool, str, float})
+#: Types seen to snapshot themselves (traces): asked once, not at every checkpoint.
+_TRACES: set = set()
 
 
 class _Checkpoint:

@@ -47,7 +47,6 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Iterable
 
-import attrs
 
 
 class _Missing:
@@ -62,12 +61,20 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
-@attrs.frozen
 class Prefix:
-    """The record of a list that may only grow: the list itself and its length."""
+    """The record of a list that may only grow: the list itself and its length.
 
-    items: list
-    length: int
+    (A plain slotted class rather than an attrs one: one is made per list per step,
+    and attrs' frozen `__init__` costs several times more.)"""
+
+    __slots__ = ("items", "length")
+
+    def __init__(self, items: list, length: int) -> None:
+        self.items = items
+        self.length = length
+
+    def __repr__(self) -> str:
+        return f"Prefix(length={self.length})"
 
     def restore(self) -> list:
         del self.items[self.length:]

@@ -148,7 +148,8 @@ class Worker:
                 self._visit(i)
             # What the last visits changed is pushed lazily: at the next visit (so a
             # batch's hop from one queue to the next cancels out) or here, at the end.
-            self._reschedule(self.tracker.propagate())
+            if self.tracker.changes:
+                self._reschedule(self.tracker.propagate())
             if not heap:
                 return
 
@@ -185,9 +186,8 @@ class Worker:
             return      # nothing here acts on a frontier
         if self._uncounted:
             self._count_queued()
-        moved = tracker.propagate()
-        moved.discard(i)            # its frontier is read right now
-        self._reschedule(moved)
+        if tracker.changes:
+            self._reschedule(tracker.propagate(), reading=i)
         frontier = tracker.frontiers(i)
         changed = frontier != self.told[i]
         self.told[i] = frontier
@@ -261,10 +261,12 @@ class Worker:
             self._scheduled.add(i)
             heapq.heappush(self._heap, i)
 
-    def _reschedule(self, nodes: set[int]) -> None:
-        """Schedule the nodes whose frontier moved, if that gives them work."""
+    def _reschedule(self, nodes: set[int], reading: int | None = None) -> None:
+        """Schedule the nodes whose frontier moved, if that gives them work (but not
+        `reading`, whose frontier is being read right now)."""
         for i in nodes:
-            if i not in self._scheduled and any(ops[i].wants_frontier() for ops in self.ops):
+            if i != reading and i not in self._scheduled and any(
+                    ops[i].wants_frontier() for ops in self.ops):
                 self._schedule(i)
 
     # -- reports -------------------------------------------------------------------
