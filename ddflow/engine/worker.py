@@ -135,7 +135,6 @@ class Worker:
     # -- the pass loop -----------------------------------------------------------
     def drain(self) -> None:
         """Visit scheduled nodes until none is: all the work the frontiers allow."""
-        self._reschedule(self.tracker.propagate())
         heap, scheduled = self._heap, self._scheduled
         last = len(self.plan.nodes)
         while True:
