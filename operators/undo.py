@@ -138,6 +138,16 @@ class UndoDict(dict):
             self._save(key)
         return dict.get(self, key, default)
 
+    def extend_lists(self, groups: dict) -> None:
+        """Append each group's items to the list at its key (a new list where there is
+        none): a batch grouped by key first is recorded once per key, not per item."""
+        for key, items in groups.items():
+            existing = self.touch(key)
+            if existing is None:
+                self[key] = items
+            else:
+                existing.extend(items)
+
     def checkpoint(self) -> None:
         """Start recording (a second call while recording does nothing)."""
         if self._undo is None:

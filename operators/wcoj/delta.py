@@ -129,13 +129,7 @@ class HalfJoin(Operator):
                 by_time[u[1]] = [u]
             else:
                 waiting.append(u)
-        buf = self._buffer
-        for t, us in by_time.items():
-            waiting = buf.touch(t)        # recorded once per time, not per update
-            if waiting is None:
-                buf[t] = us
-            else:
-                waiting.extend(us)
+        self._buffer.extend_lists(by_time)
         self._caps = None
 
     def capabilities(self) -> Iterable[Any]:

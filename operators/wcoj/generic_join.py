@@ -250,13 +250,7 @@ class GenericJoin(Operator):
                 by_time[t] = [(port, d, r)]
             else:
                 tick.append((port, d, r))
-        pending = self._pending
-        for t, ups in by_time.items():
-            tick = pending.touch(t)       # recorded once per time, not per update
-            if tick is None:
-                pending[t] = ups
-            else:
-                tick.extend(ups)
+        self._pending.extend_lists(by_time)
         self._caps = None
 
     def capabilities(self) -> Iterable[Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 
+import networkx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -104,7 +105,7 @@ def loop_graphs(draw):
     body = draw(st.integers(1, 4))
     # 0 input, 1 enter, 2 .. 2+body-1 body, then feedback, leave, sink
     fb = 2 + body
-    leave, sink = fb + 1, fb + 2
+    leave = fb + 1
     inputs = [(), (0,)]
     for b in range(body):
         first = (1, fb) if b == 0 else (2 + b - 1,)
@@ -250,14 +251,9 @@ def test_agree_tracker_invariants_hold_after_every_step(changes, workers):
         r_in.advance_to(Product(epoch + 1, 0))
         df.run()
         df.engine._worker.tracker._check()
-        edges = {k for k, v in live.items() if v}
-        seen, todo = {0}, [0]
-        while todo:
-            x = todo.pop()
-            for s, t in edges:
-                if s == x and t not in seen:
-                    seen.add(t)
-                    todo.append(t)
+        graph = networkx.DiGraph([k for k, v in live.items() if v])
+        graph.add_node(0)
+        seen = networkx.descendants(graph, 0) | {0}
         assert cap.at(Product(epoch, 0)) == {x: 1 for x in seen}
 
 
