@@ -477,6 +477,11 @@ def _minimal_positive(counts: dict) -> Antichain:
         # Products of ints (the times at one port are all of one shape): the tuple
         # order is a linear extension of the product order, and the minimal elements
         # have strictly falling rounds in it.
+        if len(counts) == 2:                # the usual case: this round and the next epoch
+            a, b = counts
+            if b[0] < a[0] or (b[0] == a[0] and b[1] < a[1]):
+                a, b = b, a                 # a first in the tuple order
+            return Antichain._trusted((a,) if a[1] <= b[1] else (a, b))
         kept = []
         low = None
         for t in sorted(counts, key=tuple):

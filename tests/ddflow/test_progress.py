@@ -281,3 +281,16 @@ def test_an_operator_reading_frontiers_hears_the_first_even_with_no_data():
         s.close()
         df.run()
         assert seen and seen[-1] == Antichain()
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4)), min_size=1, max_size=6),
+       st.lists(st.integers(0, 4), min_size=1, max_size=4))
+def test_laws_minimal_times_of_a_count_table_are_its_antichain(pairs, ints):
+    """The tracker's fast paths (one time, two products of ints, products of ints
+    by tuple order) give exactly `Antichain`'s minimal elements, in its order."""
+    from ddflow.progress import _minimal_positive
+    for times in ([Product(a, b) for a, b in pairs], ints,
+                  [Product(Product(a, b), a) for a, b in pairs]):
+        table = dict.fromkeys(times, 1)
+        assert _minimal_positive(table).elements == Antichain(table).elements
