@@ -50,6 +50,7 @@ from typing import Any, Sequence
 import attrs
 
 from lattice import Antichain, Product, less_equal, sort_key
+from lattice.antichain import in_advance
 from ddflow.errors import ProgressError
 
 EMPTY = Antichain()
@@ -286,7 +287,7 @@ class Tracker:
             if old == 0:
                 # A new time moves the location's frontier unless something there is <= it.
                 elements = own_frontier[location].elements
-                if not elements or not _in_advance(elements, time):
+                if not elements or not in_advance(elements, time):
                     dirty.add(location)
             elif m == 0 and time in own_frontier[location].elements:
                 dirty.add(location)
@@ -361,7 +362,7 @@ class Tracker:
                 if old <= 0 < new:
                     # A new time lowers the frontier only if nothing there is <= it.
                     elements = frontier[port].elements
-                    if not elements or not _in_advance(elements, t):
+                    if not elements or not in_advance(elements, t):
                         stale.add(port)
                         moved.add(node_of[port])
                 elif new <= 0 < old and t in frontier[port].elements:
@@ -445,23 +446,6 @@ class Tracker:
 #: Patterns of location frontier changes whose effect on the ports is remembered (a
 #: graph shows few: mostly a time passing from one operator to the next).
 _EFFECTS_KEPT = 4096
-
-
-def _in_advance(elements: tuple, t: Any) -> bool:
-    """`Antichain(elements).less_equal(t)`, with the common times (ints, and products
-    of ints) compared inline: this runs for every count that appears."""
-    for e in elements:
-        te = type(e)
-        if te is int:
-            if e <= t:
-                return True
-        elif te is Product and type(e[0]) is int and type(e[1]) is int \
-                and type(t[0]) is int and type(t[1]) is int:
-            if e[0] <= t[0] and e[1] <= t[1]:
-                return True
-        elif less_equal(e, t):
-            return True
-    return False
 
 
 def _minimal_positive(counts: dict) -> Antichain:

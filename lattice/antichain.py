@@ -52,6 +52,29 @@ def _minimal(times: Iterable[Any]) -> tuple:
     return tuple(kept)
 
 
+def in_advance(elements: tuple, t: Any) -> bool:
+    """Whether some of `elements` is `<= t`, with the common times (ints, and products
+    of ints) compared inline: frontiers are asked this more than anything else.
+
+    >>> in_advance((Product(0, 3), Product(2, 1)), Product(2, 2)), in_advance((), 5)
+    (True, False)
+    """
+    for e in elements:
+        te = type(e)
+        if te is int:
+            if type(t) is not int:
+                return less_equal(e, t)      # the mismatch raises
+            if e <= t:
+                return True
+        elif (te is Product and type(t) is Product and type(e[0]) is int
+              and type(e[1]) is int and type(t[0]) is int and type(t[1]) is int):
+            if e[0] <= t[0] and e[1] <= t[1]:
+                return True
+        elif less_equal(e, t):
+            return True
+    return False
+
+
 @attrs.frozen(slots=True, repr=False)
 class Antichain:
     """An immutable set of mutually incomparable times (a frontier)."""
@@ -83,10 +106,7 @@ class Antichain:
 
     def less_equal(self, t: Any) -> bool:
         """Some element is `<= t`: `t` is in advance of this frontier."""
-        for e in self.elements:
-            if less_equal(e, t):
-                return True
-        return False
+        return in_advance(self.elements, t)
 
     def less_than(self, t: Any) -> bool:
         """Some element is strictly `< t`."""
