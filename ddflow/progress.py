@@ -328,11 +328,12 @@ class Tracker:
         make = tuple.__new__        # builds a Product without a Python-level call
         moved: set[int] = set()
         counts, frontier, stale, node_of = self.counts, self._frontier, self._stale, self.node_of
-        self.pushed += len(by_time)
         for time, pattern in by_time.items():
-            if len(pattern) == 1:
+            self.pushed += 1
+            # (Slices, not len(): no call for the one or two locations of the usual move.)
+            if not pattern[1:]:
                 key = (pattern[0],)
-            elif len(pattern) == 2:
+            elif not pattern[2:]:
                 a, b = pattern
                 key = (a, b) if a < b else (b, a)
             else:
