@@ -211,9 +211,9 @@ class Tracker:
             for port in ps:
                 self.node_of[port] = i
         # Counts are kept only at the ports of `watched` nodes (those that act on
-        # their frontier, and captures): a map or a concat never asks, and leaving
-        # its ports out halves the work of every change.  The others' frontiers are
-        # computed when asked, from the locations' own frontiers (`_pull`).
+        # their frontier): a map, a concat or a capture never asks during a run, and
+        # leaving their ports out halves the work of every change.  The others'
+        # frontiers are computed when asked, from the locations' own (`_pull`).
         self.watched = [True] * len(ports) if watched is None else list(watched)
         kept = [self.watched[self.node_of[port]] for port in range(n_locations)]
         # The reach split for the hot loop: ports reached unchanged, and the others.
@@ -359,6 +359,11 @@ class Tracker:
                 else:
                     del c[t]
                 if port in stale:
+                    # Due for a recompute already, but its node may not have been
+                    # scheduled then (it wanted nothing): a time coming or going
+                    # reports it again.
+                    if (old <= 0) != (new <= 0):
+                        moved.add(node_of[port])
                     continue
                 if old <= 0 < new:
                     # A new time lowers the frontier only if nothing there is <= it.

@@ -10,18 +10,24 @@ superstep.
 
 Scheduling is a work list in node order (a topological order once feedback edges
 are cut): a node is visited only when a batch was queued for it or its input
-frontier may have moved.  A visit first delivers every queued batch to every shard
-of the node, accounts what that changed (outputs routed, capabilities taken, the
-delivered batches released) and only then reads the input frontier and tells it to
-the operators: so an operator that waits for completeness acts in the same visit as
-the input that completes it, and a change crosses a chain of reduces in one sweep.
-A *pass* is one sweep of the work list; a back edge (a loop's feedback) starts the
-next one.
+frontier moved and that gives it work (`Operator.wants_frontier`).  A visit first
+delivers every queued batch to every shard of the node, accounts what that changed
+(outputs routed, capabilities taken, the delivered batches released) and only then
+reads the input frontier and tells it to the operators: so an operator that waits
+for completeness acts in the same visit as the input that completes it, and a
+change crosses a chain of reduces in one sweep.  A *pass* is one sweep of the work
+list; a back edge (a loop's feedback) starts the next one, so a change takes one
+pass more than the loop rounds it reaches.
 
-The frontier read in a visit is sound: every pointstamp a new update stems from was
-counted before the one it replaces was released, and a visit's changes are applied
-together.  Exchange: an update goes to the shard that produced it, except into a
-keyed operator, which receives it on shard `shard_of(key, shards)`.
+What progress tracking is spared, and why it stays sound (a frontier is only ever
+read in a visit, right after the recorded changes are pushed):
+* a batch for an operator that never reads a frontier (a map, a concat, a capture)
+  is handed to it at once, no pointstamp needed: nothing reads a frontier meanwhile;
+* a queued batch is counted only if a frontier is read before its node takes it;
+* an operator outside any loop takes its capabilities once per visit, after it has
+  been told the frontier: what it holds cannot come back to its own inputs.
+Exchange: an update goes to the shard that produced it, except into a keyed
+operator, which receives it on shard `shard_of(key, shards)`.
 """
 
 from __future__ import annotations
