@@ -19,7 +19,7 @@ Conventions shared by every function:
   loop that does not converge raises `ConvergenceError` naming it.
 
 Why it is incremental: every loop keeps its traces at `Product(outer, round)` times
-(ARCHITECTURE section 4), so when an edge changes at a later outer time, each round
+(McSherry, Murray, Isaacs, Isard: "Differential dataflow", CIDR 2013), so when an edge changes at a later outer time, each round
 only redoes the work that change causes in that round.  This is what differential
 dataflow's `algorithms/graphs` modules (bfs.rs, propagate.rs, scc.rs) rely on, and the
 names here follow them.  A node's answer at round `r` is the answer of the

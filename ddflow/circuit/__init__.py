@@ -1,7 +1,8 @@
-"""The DBSP view: seed 002's circuits and operator catalogue, compiled onto the engine.
+"""The DBSP view: DBSP's circuits and operator catalogue, compiled onto the engine.
 
-A circuit (seed 002, section 2.6) is a graph of nodes over *streams*: a stream is a
-sequence of Z-sets `s[0], s[1], ...`, one per tick of its circuit's clock.  This
+A circuit (Budiu, Chajed, McSherry, Ryzhyk, Tannen: "DBSP: Automatic Incremental View
+Maintenance for Rich Query Languages", VLDB 2023; and the RhizomeDB notes on DBSP) is
+a graph of nodes over *streams*: a stream is a sequence of Z-sets `s[0], s[1], ...`, one per tick of its circuit's clock.  This
 package is a view, not a second engine: building a circuit builds a `ddflow.Dataflow`
 (`Circuit.dataflow`), every stream is an engine `Collection`, every operator an
 engine operator, and `Circuit.tick()` is `advance_to(t + 1)` on every input followed
