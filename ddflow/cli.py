@@ -16,18 +16,21 @@ algorithms of `ddflow run`), `ddflow.io` (reading files, all-or-nothing) and
 * `ddflow bench`: runs the benchmarks and prints their tables.
 
 Exit status: 0 on success, 1 when the demo disagrees with its oracle, 2 on bad
-input or an engine that cannot start.
+arguments, bad input or an engine that cannot start (one line on stderr, never a
+traceback), 141 (128 + SIGPIPE, as the shell reports a process stopped by a closed
+pipe) when the reader of the output goes away, as in `ddflow run ... | head`.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 import ddflow
 from ddflow.errors import DataflowError
-from ddflow.io import InputFormatError, load_graph
+from ddflow.io import InputFormatError, counted, load_graph
 
 #: `ddflow run`'s algorithms: name -> (needs roots, what a record is).
 ALGORITHMS: dict[str, tuple[bool, str]] = {
@@ -41,19 +44,63 @@ ALGORITHMS: dict[str, tuple[bool, str]] = {
 
 __all__ = ["main", "ALGORITHMS", "InputFormatError"]
 
+#: Exit status when stdout's reader closed the pipe (the shell's 128 + SIGPIPE).
+EXIT_BROKEN_PIPE = 141
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+
+def _count(least: int) -> Callable[[str], int]:
+    """An argparse type: an int of at least `least` (argparse turns the error into
+    exit status 2 and one line naming the option)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an int, got {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"expected an int >= {least}, got {value}")
+        return value
+    parse.__name__ = f"int >= {least}"
+    return parse
+
+
+def _nodes(text: str) -> list[str]:
+    """An argparse type for `--roots`: one node or a comma-separated list of them."""
+    nodes = [t.strip() for t in text.split(",") if t.strip()]
+    if not nodes:
+        raise argparse.ArgumentTypeError(f"expected NODE[,NODE...], got {text!r}")
+    return nodes
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line: the error and where to find usage.
+
+    `commands` maps a command's name to its own parser (set on the top parser), so
+    a check made after parsing reports as that command's argparse would.
+    """
+
+    commands: dict[str, "_Parser"]
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _parser() -> _Parser:
+    p = _Parser(
         prog="ddflow",
         description="Differential dataflow in Python, over partially ordered time.")
     p.add_argument("--version", action="version", version=f"ddflow {ddflow.__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     demo = sub.add_parser("demo", help="incremental graph analytics on a generated graph, "
                                        "checked epoch by epoch against networkx")
-    demo.add_argument("--nodes", type=int, default=2000, help="graph size (default 2000)")
-    demo.add_argument("--edges", type=int, default=6000, help="edges (default 6000)")
-    demo.add_argument("--epochs", type=int, default=40, help="single-edge epochs (default 40)")
-    demo.add_argument("--workers", type=int, default=1, help="simulated workers (default 1)")
+    demo.add_argument("--nodes", type=_count(1), default=2000,
+                      help="graph size (default 2000)")
+    demo.add_argument("--edges", type=_count(1), default=None,
+                      help="distinct edges, self loops included, at most nodes^2 "
+                           "(default 3 per node, capped at nodes^2)")
+    demo.add_argument("--epochs", type=_count(0), default=40,
+                      help="single-edge epochs (default 40)")
+    demo.add_argument("--workers", type=_count(1), default=1,
+                      help="simulated workers (default 1)")
     demo.add_argument("--seed", type=int, default=1)
     demo.add_argument("--no-triangles", action="store_true",
                       help="leave the triangle query out")
@@ -69,20 +116,50 @@ def _parser() -> argparse.ArgumentParser:
                           "spaces; '#' starts a comment")
     run.add_argument("--changes", metavar="FILE",
                      help="change stream: 'EPOCH + src dst' or 'EPOCH - src dst' per line")
-    run.add_argument("--roots", nargs="+", metavar="NODE",
-                     help="roots of reachability / bfs (default: the first edge's source)")
+    run.add_argument("--roots", type=_nodes, action="extend", metavar="NODE[,NODE...]",
+                     help="roots of reachability / bfs, comma-separated, the option "
+                          "repeatable (default: the first edge's source); each must be "
+                          "a node of the edge list or the change stream")
     run.add_argument("--engine", choices=("local", "spark"), default="local",
                      help="where to run (default local)")
-    run.add_argument("--workers", type=int, default=1,
+    run.add_argument("--workers", type=_count(1), default=1,
                      help="simulated workers of the local engine (default 1)")
 
     bench = sub.add_parser("bench", help="run the benchmarks and print their tables")
     bench.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
     bench.add_argument("--quick", action="store_true", help="smaller workloads")
+    p.commands = sub.choices
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The `ddflow` command: parse `argv` (default `sys.argv[1:]`), run, return the
+    exit status (see the module docstring)."""
+    try:
+        status = _main(argv)
+        sys.stdout.flush()      # a closed pipe shows here, not at interpreter exit
+        return status
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly.  Point stdout at devnull so
+        # the interpreter's final flush does not raise again, as the Python docs
+        # advise (library/signal, "Note on SIGPIPE").
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _silence_stdout() -> None:
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return              # not a real file (an in-process capture): nothing to flush
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -95,8 +172,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("ddflow demo needs rich: pip install -e '.[test]' (or pip install rich)",
                   file=sys.stderr)
             return 2
+        edges = args.edges if args.edges is not None else min(3 * args.nodes,
+                                                               args.nodes ** 2)
+        if edges > args.nodes ** 2:
+            parser.commands["demo"].error(
+                f"argument --edges: {edges:,} distinct edges cannot fit in {args.nodes:,} "
+                f"nodes (at most {args.nodes ** 2:,}, self loops included)")
         from ddflow.demo import run_demo
-        return run_demo(nodes=args.nodes, edges=args.edges, epochs=args.epochs,
+        return run_demo(nodes=args.nodes, edges=edges, epochs=args.epochs,
                         workers=args.workers, seed=args.seed,
                         triangles=not args.no_triangles)
     if args.command == "run":
@@ -189,8 +272,8 @@ def run_algorithm(algorithm: str, edges_path: str, changes_path: str | None = No
     by_epoch: dict[int, list] = {}
     for epoch, edge, diff in changes:
         by_epoch.setdefault(epoch, []).append((edge, diff))
-    out(f"# ddflow run {algorithm}: {len(edges):,} edges, {len(changes):,} changes over "
-        f"{len(epochs)} epoch{'s' if len(epochs) != 1 else ''}"
+    out(f"# ddflow run {algorithm}: {counted(len(edges), 'edge')}, "
+        f"{counted(len(changes), 'change')} over {counted(len(epochs), 'epoch')}"
         + (f", roots {root_list}" if needs_roots else "")
         + f"; a record is {what}")
     try:
@@ -206,7 +289,7 @@ def run_algorithm(algorithm: str, edges_path: str, changes_path: str | None = No
             r_in.advance_to(epoch + 1)
             df.run()
             now = [u for u in captured.updates if u[1] == epoch]
-            out(f"epoch {epoch}: {len(now)} change{'s' if len(now) != 1 else ''}")
+            out(f"epoch {epoch}: {counted(len(now), 'change')}")
             for data, _t, diff in now:
                 sign = "+" if diff > 0 else "-"
                 mult = f"{abs(diff)} x " if abs(diff) != 1 else ""

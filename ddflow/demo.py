@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 import ddflow
 from ddflow.algorithms.graphs import bfs, reachability
+from ddflow.io import counted
 
 TRIANGLES = "tri(x,y,z) :- g(x,y), g(y,z), g(x,z)"
 
@@ -120,11 +121,16 @@ def run_demo(nodes: int = 2000, edges: int = 6000, epochs: int = 40, workers: in
             # Piped or captured: rich would assume 80 columns and wrap the table.
             console = Console(width=120)
     say = lambda text: console.print(text, soft_wrap=True)  # noqa: E731 - lines, not paragraphs
+    if not 0 < edges <= nodes * nodes:
+        # More could never be drawn (the loop below would not end); none leaves the
+        # first epoch nothing to delete.
+        raise ValueError(f"the demo needs 1 to {nodes * nodes:,} distinct edges on "
+                         f"{counted(nodes, 'node')} (self loops included), not {edges:,}")
     rng = random.Random(seed)
     graph: set = set()
     while len(graph) < edges:
         graph.add((rng.randrange(nodes), rng.randrange(nodes)))
-    roots = list(range(5))
+    roots = list(range(min(5, nodes)))
     query = _query() if triangles else None
 
     df = ddflow.Dataflow(workers=workers)
@@ -139,8 +145,8 @@ def run_demo(nodes: int = 2000, edges: int = 6000, epochs: int = 40, workers: in
                .map(lambda kv: kv[1]).capture("triangles"))
     answers = "reachability, BFS" + (", triangles" if tri is not None else "")
     say(f"[bold]ddflow {ddflow.__version__} demo[/bold]: {answers} on "
-                  f"{nodes:,} nodes, {edges:,} edges, roots {roots}; {epochs} single-edge "
-                  f"epochs ({workers} worker{'s' if workers > 1 else ''}, local engine)")
+        f"{counted(nodes, 'node')}, {counted(edges, 'edge')}, roots {roots}; "
+        f"{counted(epochs, 'single-edge epoch')} ({counted(workers, 'worker')}, local engine)")
     if query is None and triangles:
         say("(ddflow.query is not available: triangles left out)")
 
@@ -237,6 +243,7 @@ def run_demo(nodes: int = 2000, edges: int = 6000, epochs: int = 40, workers: in
     if failures:
         say(f"check against {oracle.name}: [red]FAILED[/red] at epochs {failures}")
         return 1
-    say(f"check against {oracle.name}: all {epochs + 1} epochs agree "
-                  f"(initial load and {epochs} changes; {checked})")
+    agree = f"all {epochs + 1} epochs agree" if epochs else "the initial load agrees"
+    say(f"check against {oracle.name}: {agree} "
+        f"(initial load and {counted(epochs, 'change')}; {checked})")
     return 0

@@ -142,14 +142,34 @@ def load_graph(edges_path: str | Path, changes_path: str | Path | None = None,
 
     `changes` is `[(epoch, (src, dst), diff)]` sorted by epoch (file order kept
     within an epoch); the edges are at epoch 0.  Node tokens of both files and the
-    roots are converted together (all ints, or all strings).
+    roots are converted together (all ints, or all strings).  A root that is a node
+    of neither file is refused: a misspelt root would otherwise be reported as
+    reachable (from itself) and nothing else.
     """
     e_rows = edge_rows(*_read(edges_path))
     c_rows = change_rows(*_read(changes_path)) if changes_path is not None else []
-    kind = _node_kind([t for *_, f in e_rows for t in f]
-                      + [t for *_, f in c_rows for t in f] + list(roots))
+    tokens = [t for *_, f in e_rows for t in f] + [t for *_, f in c_rows for t in f]
+    kind = _node_kind(tokens + list(roots))
     edges = [tuple(kind(t) for t in f) for *_, f in e_rows]
-    return edges, _check_changes(c_rows, edges, kind), [kind(r) for r in roots]
+    nodes = {kind(t) for t in tokens}
+    root_list = [kind(r) for r in roots]
+    absent = [r for r in root_list if r not in nodes]
+    if absent:
+        which = (f"the root {absent[0]!r} (--roots) is in no edge" if len(absent) == 1
+                 else f"the roots {', '.join(map(repr, absent))} (--roots) are in no edge")
+        also = f" nor in {changes_path}" if changes_path is not None else ""
+        raise InputFormatError(f"{which} of this file{also} (expected nodes of the graph)",
+                               path=str(edges_path))
+    return edges, _check_changes(c_rows, edges, kind), root_list
+
+
+def counted(n: int, noun: str) -> str:
+    """`n` and `noun`, pluralised with an "s" unless `n == 1`: the CLI's counts.
+
+    >>> counted(1, "edge"), counted(6000, "edge"), counted(0, "change")
+    ('1 edge', '6,000 edges', '0 changes')
+    """
+    return f"{n:,} {noun if n == 1 else noun + 's'}"
 
 
 def parse_edges(lines: Iterable[str], name: str = "<input>") -> list[tuple]:
@@ -166,4 +186,4 @@ def parse_changes(lines: Iterable[str], edges: Sequence[tuple], name: str = "<in
 
 
 __all__ = ["InputFormatError", "load_graph", "edge_rows", "change_rows", "parse_edges",
-           "parse_changes"]
+           "parse_changes", "counted"]
