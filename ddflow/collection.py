@@ -79,7 +79,8 @@ class Collection:
 
     def join_function(self, f: Callable[[Any], Iterable[tuple]],
                       name: str | None = None) -> Collection:
-        """Seed 003's general linear operator: `(x, t, r)` becomes `(y, join(t, t2), r * r2)`
+        """The general linear operator of McSherry's "Generalizing linear operators":
+        `(x, t, r)` becomes `(y, join(t, t2), r * r2)`
         for each `(y, t2, r2)` in `f(x)`."""
         return self._linear("join_function", f, name)
 
@@ -187,7 +188,8 @@ class Collection:
         return out.map(_pair_key, name="distinct.key")
 
     def distinct_trace(self, name: str | None = None) -> Collection:
-        """Seed 002's distinct for `Product(epoch, iteration)` times (the w1/w2/w3 rule);
+        """The `distinct_trace` of the "Notes on DBSP" (RhizomeDB), for `Product(epoch,
+        iteration)` times (the w1/w2/w3 rule);
         the same accumulations as `distinct`, reading only its input trace."""
         label = name or "distinct_trace"
         source = self.arrange_by_self()

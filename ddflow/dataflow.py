@@ -229,7 +229,8 @@ class InputOp(Operator):
 #: What the modules above this one register when they are imported: "collection",
 #: the type `Dataflow.new_collection` wraps its node in (`ddflow.collection`), and
 #: "to_dot", the renderer of `Dataflow.to_dot` (`ddflow.viz`).  Imports point down
-#: (ARCHITECTURE, section 2), so the front door cannot import its own fluent API or
+#: (lattice, then core data, operators, the front door, the CLI), so the front door
+#: cannot import its own fluent API or
 #: its pictures; `ddflow.Dataflow` imports both modules before handing the class out.
 _REGISTERED: dict[str, Any] = {}
 

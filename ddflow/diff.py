@@ -1,7 +1,7 @@
 """Diff semirings: what the `diff` of an update triple may be, and how diffs combine.
 
-This module isolates the algebra of diffs (weights, in seed 000's words) from data and
-time.  It leaves out everything about collections: Z-sets over diffs live in
+This module isolates the algebra of diffs (weights, in Budiu's "Implementing Z-sets") from
+data and time.  It leaves out everything about collections: Z-sets over diffs live in
 `ddflow.updates`, stored ones in `ddflow.trace`.
 
 The invariant it keeps: a diff is either a plain Python `int` or an instance of a
@@ -10,18 +10,18 @@ operators, which is what its hot loops do:
 
 * `a + b`, `-a`, `a - b`: the commutative group (accumulations and retractions);
 * `a * b`: the ring product (join multiplies the diffs of the two matched records);
-* `not a`: the zero test (zero diffs are dropped everywhere, seed 000's invariant).
+* `not a`: the zero test (zero diffs are dropped everywhere, the Z-set invariant).
 
-Python ints are arbitrary precision, so the silent overflow seed 000 warns about for
-32-bit Java weights cannot happen here.  `bool` is not a diff (`True + True` leaves
-the type), nor is `float`: floating-point addition rounds, so it is not associative
-and has no exact inverse, and accumulations would depend on the order in which
-updates happen to be summed.
+Python ints are arbitrary precision, so the silent overflow "Implementing Z-sets" warns
+about for 32-bit Java weights cannot happen here.  `bool` is not a diff (`True + True`
+leaves the type), nor is `float`: floating-point addition rounds, so it is not associative
+and has no exact inverse, and accumulations would depend on the order in which updates
+happen to be summed.
 
-A `Semiring` object (seed 000's `WeightType`) describes a diff type from the outside
-(`zero`, `one`, `plus`, `negate`, `multiply`, `is_zero`, `is_element`), for code that
-must make a zero or a one without having a diff in hand.  `INTEGERS` describes ints;
-`vectors(n)` describes `DiffVector`s of width `n`.
+A `Semiring` object (the `WeightType` of "Implementing Z-sets") describes a diff type from
+the outside (`zero`, `one`, `plus`, `negate`, `multiply`, `is_zero`, `is_element`), for
+code that must make a zero or a one without having a diff in hand.  `INTEGERS` describes
+ints; `vectors(n)` describes `DiffVector`s of width `n`.
 
 >>> v = DiffVector(1, 10) + DiffVector(1, 32)     # count and sum in one pass
 >>> v, -v, 3 * v, v * DiffVector(2, 0), bool(v - v)
@@ -42,7 +42,8 @@ D = TypeVar("D")
 
 @runtime_checkable
 class Semiring(Protocol[D]):
-    """A diff type seen from outside: seed 000's `WeightType`, plus `is_element`.
+    """A diff type seen from outside: Budiu's `WeightType` ("Implementing Z-sets"), plus
+    `is_element`.
 
     `plus` and `negate` make a commutative group with identity `zero()`; `multiply`
     distributes over `plus` and has identity `one()`.  `is_element(d)` says whether

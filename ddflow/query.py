@@ -18,10 +18,10 @@ of another arity than the atom's do not match it.
 
 Strategies:
 
-* `"delta"`: delta queries, seed 004 (`operators.wcoj.delta`): one rule per atom
-  of half joins over shared indices.  The default for cyclic rules.
-* `"generic"`: incremental Generic Join, seed 001 (`operators.wcoj.generic_join`):
-  one operator, int (totally ordered) times only.
+* `"delta"`: delta queries, after McSherry's dogsdogsdogs (`operators.wcoj.delta`): one
+  rule per atom of half joins over shared indices.  The default for cyclic rules.
+* `"generic"`: incremental Generic Join, after Völkel's "WCOJ meets DBSP"
+  (`operators.wcoj.generic_join`): one operator, int (totally ordered) times only.
 * `"binary"`: a left-deep plan of `join`s, atoms in rule order (an atom sharing no
   variable is put after the first one that does).  The default for acyclic rules.
 

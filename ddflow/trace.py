@@ -1,6 +1,6 @@
 """Arrangements: the `Trace` that holds immutable `Batch`es (`ddflow.batch`) and merges them.
 
-This module isolates the storage of indexed collections (seed 002's Trace,
+This module isolates the storage of indexed collections (the Trace of the "Notes on DBSP",
 differential dataflow's arrangement): `key -> value -> [(time, diff)]`, built from
 immutable batches and merged in size tiers like a log-structured merge tree, with
 logical compaction.  It leaves out what operators do with the history (joins,
@@ -286,7 +286,7 @@ class Trace:
         return f"Trace(batches={sizes}, since={self._since!r}, upper={self._upper!r})"
 
     def _check(self) -> None:
-        """Assert the trace's invariants in O(n) (STYLE point 5)."""
+        """Assert the trace's invariants in O(n); the tests call it after every operation."""
         assert self._since is None or isinstance(self._since, Antichain)
         prev: Batch | None = None
         for b in self._batches:
@@ -309,10 +309,10 @@ class Trace:
 class TraceCursor:
     """Ordered, consolidated read access to a trace: keys, then values, then times.
 
-    The order seed 002 asks of traces (by key, by value, by time).  Keys and values
+    The order the "Notes on DBSP" ask of traces (by key, by value, by time).  Keys and values
     are sorted as in `ddflow.updates.sorted_data`, times by `lattice.sort_key`;
     entries are consolidated across batches and zeros dropped, so a key or value
-    whose history cancels out does not appear.  Iterating yields seed 002's
+    whose history cancels out does not appear.  Iterating yields the notes'
     4-tuples `(key, val, time, diff)`.
 
     Stepping API, as in differential dataflow: `key_valid()`, `key()`, `step_key()`,

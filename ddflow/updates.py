@@ -1,14 +1,15 @@
 """Update triples `(data, time, diff)` and the Z-set algebra over lists of them.
 
 This module isolates what can be said about a collection written as plain update
-triples (differential dataflow's representation, seed 003; seed 002's timed Z-sets):
-consolidation, accumulation at a time, and the group operations of seed 000.  It
+triples (differential dataflow's representation; the timed Z-sets of the "Notes on
+DBSP"): consolidation, accumulation at a time, and the group operations of Budiu's
+"Implementing Z-sets".  It
 leaves out storage (`ddflow.trace`) and operators (`operators/`).
 
 Invariants kept:
 
 * Consolidated output has no zero diffs and at most one triple per `(data, time)`
-  (seed 000: "weights are never zero").
+  (a Z-set never holds a zero weight).
 * `consolidate` returns triples in one deterministic order: by data, then by
   `lattice.sort_key(time)` (never by `<` on times).  Data that Python cannot order
   (mixed types, `None`, times inside records) falls back to a key built from
@@ -16,15 +17,16 @@ Invariants kept:
 
 Two readings of a list of triples are used, and the functions say which:
 
-* as a Z-set whose elements are `(data, time)` pairs (seed 002's "lists of
+* as a Z-set whose elements are `(data, time)` pairs (the notes' "lists of
   triples"): `plus`, `negate`, `minus`, `positive`, `distinct` act pointwise on the
   weight of each `(data, time)`;
-* as a changing collection (the project's one law, ARCHITECTURE section 1):
+* as a changing collection (the accumulation law of McSherry et al.'s "Differential
+  dataflow"):
   `accumulate(updates, t)` is its content at `t`, the sum of diffs at times `<= t`.
 
 Untimed Z-sets are plain dicts `data -> diff` with no zero values: `zset`,
 `zset_plus`, `zset_negate`, `zset_minus`, `zset_positive`, `zset_distinct`, and
-`untimed` (seed 002's Consolidate operator: forget times, sum weights).
+`untimed` (the notes' Consolidate operator: forget times, sum weights).
 
 Diffs are combined with Python operators (`+`, `-`, `not d` as the zero test), so
 ints and `ddflow.diff.Diff` subclasses both work; `positive` and `distinct` compare
@@ -137,7 +139,7 @@ def consolidate_unsorted(updates: Iterable[Update]) -> list[Update]:
 def consolidate(updates: Iterable[Update]) -> list[Update]:
     """Sum diffs per `(data, time)`, drop zeros, sort by data then `sort_key(time)`.
 
-    Seed 002's Consolidate example (all at time 0, keys and values paired):
+    The Consolidate example of the "Notes on DBSP" (all at time 0, keys and values paired):
 
     >>> consolidate([((0, 0), 0, 1), ((0, 0), 0, -1), ((0, 1), 0, 1), ((0, 1), 0, 1),
     ...              ((1, 2), 0, 2), ((1, 3), 0, 1), ((1, 3), 0, -1), ((1, 4), 0, -1),
@@ -185,7 +187,7 @@ def times_of(updates: Iterable[Update]) -> set:
 
 
 def untimed(updates: Iterable[Update]) -> dict[Any, Any]:
-    """Forget times and sum weights per data: seed 002's Consolidate operator (trace
+    """Forget times and sum weights per data: the notes' Consolidate operator (trace
     in, untimed Z-set out), zeros dropped.
 
     >>> untimed([("a", 0, 1), ("a", 5, 1), ("b", 1, 1), ("b", 2, -1)])
@@ -230,10 +232,11 @@ def _require_ordered(d: Any) -> None:
 
 
 def positive(a: Iterable[Update], set_: bool = False) -> list[Update]:
-    """Keep the `(data, time)` elements of positive weight (seed 000's `positive`);
+    """Keep the `(data, time)` elements of positive weight (`positive` of "Implementing
+    Z-sets");
     with `set_`, truncate their weights to 1.
 
-    This is pointwise on `(data, time)` elements, like seed 002's examples; it is
+    This is pointwise on `(data, time)` elements, like the notes' examples; it is
     not the incremental distinct of a changing collection (that is an operator).
 
     >>> positive([(("a", 1), 0, 3), (("a", 1), 2, -1)])
@@ -250,7 +253,8 @@ def positive(a: Iterable[Update], set_: bool = False) -> list[Update]:
 
 
 def distinct(a: Iterable[Update]) -> list[Update]:
-    """`positive(a, set_=True)`: seed 000's and seed 002's Distinct on a Z-set.
+    """`positive(a, set_=True)`: Distinct on a Z-set ("Implementing Z-sets"; "Notes on
+    DBSP", 2.9.3).
 
     >>> distinct([(("a", 1), 0, 2), (("b", 1), 0, -1), (("a", 1), 2, 1)])
     [(('a', 1), 0, 1), (('a', 1), 2, 1)]

@@ -1,6 +1,6 @@
 """`AltNeu(time, neu)`: a time `T` extended by a flag, ordered lexicographically.
 
-From the delta-query design of dogsdogsdogs (seed 004): every input update is
+From the delta-query design of McSherry's dogsdogsdogs: every input update is
 presented at `AltNeu(t, True)`, and an update rule reads a relation either strictly
 before (`AltNeu(t, False)`, "alt") or up to and including (`AltNeu(t, True)`, "neu")
 the same `t`.  That lets rules for several relations changing at the same `t` act as

@@ -1,15 +1,16 @@
-"""Distinct over `(epoch, iteration)` times: seed 002's `distinct_trace` (section 2.9.11).
+"""Distinct over `(epoch, iteration)` times: `distinct_trace` of the "Notes on DBSP"
+(RhizomeDB, section 2.9.11).
 
 What this module isolates: `distinct` specialised to times `Product(e, i)` whose
 components are both ints, the time of a loop (`iterate`) in a dataflow with int
 epochs.  It leaves out every other lattice (a time of any other shape raises
 `TimeError`); `operators.reduce.Reduce` with `distinct_logic` is the general form.
 
-The law it keeps (ARCHITECTURE section 1), for every time `t`:
+The law it keeps (differential dataflow's accumulation law), for every time `t`:
 
     acc(distinct_trace(C), t) == {x: 1 for x with acc(C, t)[x] > 0}
 
-The rule (seed 002, 2.9.11, read with the corrections of seeds/README.md).  For an
+The rule ("Notes on DBSP", 2.9.11, read with the corrections below).  For an
 element `x` at `t = (e, i)`, sum the weights of `x`'s input updates in four parts:
 
 * `w1`: at `(e0, i0)` with `e0 < e` and `i0 < i`  (earlier epoch, earlier round)
@@ -36,7 +37,7 @@ the difference of `D` over the grid cell ending at `t`.  Summed over all times
 `<= t` these telescope to `D(t)`: that is the law.  The rule needs neither the
 operator's own output nor a general accumulation: only four sums of the input.
 
-Where it must act (the seed's "two classes of elements"): `d1 - d0` can only be
+Where it must act (the notes' "two classes of elements"): `d1 - d0` can only be
 nonzero at `(e, i)` if `x` changed in epoch `e` at some round `<= i` and at round
 `i` in some epoch `<= e`.  So the times to visit are (1) the times of new input, and
 (2) the times `(e, i)` where `x` changed at `(e, i0 < i)` and at `(e0 < e, i)`: the
@@ -51,7 +52,7 @@ Compaction: the rule reads accumulations one epoch and one round behind the time
 evaluates, so the reader advances the shared trace only to the input frontier moved
 back by `(1, 1)`; accumulations there, and so the four sums, stay exact.
 
-Slips of the seed read through (seeds/README.md lists the first two): `d0 = 1` needs
+Slips of the notes read through (REFERENCES.md lists the first two): `d0 = 1` needs
 `w1 <= 0` (a "0" is missing), `d1 = -1` needs `w1 + w2 + w3 + w <= 0` (not `w4`); and
 "if that element does not appear in the trace, it is returned with weight 1" holds
 only for a positive weight `w` (the worked example drops `3` at `(0, 0)` and `4` at
@@ -79,7 +80,7 @@ from operators.undo import UndoDict
 
 
 def distinct_rule(w1: int, w2: int, w3: int, w: int) -> int:
-    """Seed 002's `d1 - d0` from the four sums (see the module docstring).
+    """The notes' `d1 - d0` from the four sums (see the module docstring).
 
     >>> distinct_rule(0, 1, 1, 0), distinct_rule(0, 0, 0, 1), distinct_rule(1, 0, 0, -1)
     (-1, 1, -1)
@@ -170,7 +171,7 @@ class DistinctTrace(Operator):
     """Distinct of an `Arrange(by_self=True)` source over `Product(int, int)` times.
 
     Same shape as `Reduce`: pending times per element, evaluated once complete, in
-    an order extending the product order; but the output at a time is seed 002's
+    an order extending the product order; but the output at a time is the notes'
     rule on four sums of the element's input, and it emits records `x`.
     """
 
@@ -292,10 +293,10 @@ class DistinctTrace(Operator):
             self.source.advance_reader(self._rid, back)
 
 
-# -- the rule as pure functions (seed 002's own examples) ------------------------
+# -- the rule as pure functions (the notes' own examples) ------------------------
 
 def distinct_incremental(batch: dict, trace_acc: dict) -> dict:
-    """Seed 002, 2.9.18: the change of distinct when `batch` is added to `trace_acc`.
+    """"Notes on DBSP", 2.9.18: the change of distinct when `batch` is added to `trace_acc`.
 
     Both arguments map elements to weights; the result maps each element whose
     presence (weight > 0) differs between `trace_acc` and `trace_acc + batch` to
@@ -315,12 +316,12 @@ def distinct_incremental(batch: dict, trace_acc: dict) -> dict:
 
 def distinct_trace_step(batch_at_t: Iterable[tuple], trace_updates: Iterable[tuple],
                         t: Product) -> dict:
-    """Seed 002, 2.9.11 on update lists: the output of distinct at `t = (e, i)`.
+    """"Notes on DBSP", 2.9.11 on update lists: the output of distinct at `t = (e, i)`.
 
     `batch_at_t` holds the `(data, t, w)` updates at `t`; `trace_updates` the
     `(data, time, w)` updates seen before (at any times: those not `<= t` are
     ignored, and any at exactly `t` count with the batch).  The elements visited
-    are the seed's two classes: those changed at `t`, and those changed at
+    are the notes' two classes: those changed at `t`, and those changed at
     `(e, i0 < i)` and at `(e0 < e, i)`.  Returns `{data: d1 - d0}`, zeros dropped.
 
     >>> P = Product

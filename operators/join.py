@@ -1,9 +1,9 @@
 """Join: bilinear; the output time is the lattice join, the diffs multiply.
 
-For updates `((k, a), ta, ra)` and `((k, b), tb, rb)` with equal keys the join
-produces `(logic(k, a, b), join(ta, tb), ra * rb)` (seed 003; seed 002's
-join_stream and join_trace).  Bilinearity makes it incremental: for new batches
-`dA`, `dB` and traces `A`, `B` holding everything before them,
+For updates `((k, a), ta, ra)` and `((k, b), tb, rb)` with equal keys the join produces
+`(logic(k, a, b), join(ta, tb), ra * rb)` (McSherry, "Generalizing linear operators";
+join_stream and join_trace of the "Notes on DBSP").  Bilinearity makes it incremental: for
+new batches `dA`, `dB` and traces `A`, `B` holding everything before them,
 
     d(A x B) = dA x B + A x dB + dA x dB.
 

@@ -2,7 +2,8 @@
 
 A linear operator `L` satisfies `L(x + y) = L(x) + L(y)`, so it can act on each
 update triple on its own and never waits for a frontier.  Every linear operator is
-an instance of seed 003's general one, `join_function(logic)`: an update
+an instance of the general one of McSherry's "Generalizing linear operators",
+`join_function(logic)`: an update
 `(d, t, r)` becomes `(d2, join(t, t2), r * r2)` for each `(d2, t2, r2)` in
 `logic(d)`.  `map`, `filter`, `flat_map`, `explode` and `negate` are the special
 cases with `t2` the minimum time, and are implemented directly for speed.  `delay`
@@ -10,7 +11,7 @@ cases with `t2` the minimum time, and are implemented directly for speed.  `dela
 `f(d, t) >= t`; it is linear too, and since outputs never precede inputs the identity
 frontier summary stays a sound lower bound.
 
-Stages fuse (seed 003's `followed_by`): a chain of adjacent linear operators runs as
+Stages fuse (the post's `followed_by`): a chain of adjacent linear operators runs as
 one `Linear` operator applying its stages in order to each batch, with identical
 results and one batch per step instead of one per stage.
 

@@ -229,9 +229,10 @@ def threshold_logic(f: Callable[[Any], Any]) -> Logic:
 
 
 def distinct_logic(key: Any, vals: list) -> list:
-    """Present once when the count is positive, absent otherwise (seeds 000 and 002).
+    """Present once when the count is positive, absent otherwise ("Implementing
+    Z-sets"; "Notes on DBSP", 2.9.3).
 
     Differential dataflow's `distinct` emits one copy for any nonzero count,
-    negative included; this one follows the seeds and drops negative counts.
+    negative included; this one follows those texts and drops negative counts.
     """
     return [((), 1)] if sum(c for _v, c in vals) > 0 else []

@@ -3,7 +3,7 @@
 This package isolates computations *built from* operators, apart from the operators
 themselves (`operators/`) and from the graph of a dataflow (`ddflow.dataflow`), as
 networkx keeps `algorithms/` apart from `classes/` and differential dataflow keeps
-`src/algorithms/graphs/` apart from `src/operators/` (STYLE point 7).  Nothing here
+`src/algorithms/graphs/` apart from `src/operators/`.  Nothing here
 holds state: each function only wires operators and returns a collection.
 """
 

@@ -1,17 +1,18 @@
 """The DBSP view: DBSP's circuits and operator catalogue, compiled onto the engine.
 
-A circuit (Budiu, Chajed, McSherry, Ryzhyk, Tannen: "DBSP: Automatic Incremental View
-Maintenance for Rich Query Languages", VLDB 2023; and the RhizomeDB notes on DBSP) is
-a graph of nodes over *streams*: a stream is a sequence of Z-sets `s[0], s[1], ...`, one per tick of its circuit's clock.  This
-package is a view, not a second engine: building a circuit builds a `ddflow.Dataflow`
-(`Circuit.dataflow`), every stream is an engine `Collection`, every operator an
-engine operator, and `Circuit.tick()` is `advance_to(t + 1)` on every input followed
-by `run()`, on any engine (`Circuit(engine=...)`).  Modules, each importing only those
-before it: `base` (shared names), `sinks` (what the driver reads from captures, by
-time: sinks, inspect, the iteration clocks), `core` (circuits, the six node types, the
-clock driver, root z^-1), `catalogue` (seed 002's operators, section 2.9, with
-integrate and differentiate; it attaches the `Stream` shorthands), `draw` (graphviz
-text and matplotlib pictures; it attaches `Circuit.to_dot` / `Circuit.draw`).
+A circuit (Budiu, McSherry, Ryzhyk, Tannen, "DBSP: automatic incremental view
+maintenance for rich query languages", PVLDB 2023; and the RhizomeDB "Notes on DBSP") is
+a graph of nodes over *streams*: a stream is a sequence of Z-sets `s[0], s[1], ...`, one
+per tick of its circuit's clock.  This package is a view, not a second engine: building a
+circuit builds a `ddflow.Dataflow` (`Circuit.dataflow`), every stream is an engine
+`Collection`, every operator an engine operator, and `Circuit.tick()` is
+`advance_to(t + 1)` on every input followed by `run()`, on any engine
+(`Circuit(engine=...)`).  Modules, each importing only those before it: `base` (shared
+names), `sinks` (what the driver reads from captures, by time: sinks, inspect, the
+iteration clocks), `core` (circuits, the six node types, the clock driver, root z^-1),
+`catalogue` (the notes' operators, section 2.9, with integrate and differentiate; it
+attaches the `Stream` shorthands), `draw` (graphviz text and matplotlib pictures; it
+attaches `Circuit.to_dot` / `Circuit.draw`).
 
 How a stream of Z-sets maps to update triples.  The engine holds a collection `C` as
 update triples `(data, time, diff)`; write `C_t` for the Z-set of its updates at
@@ -37,11 +38,11 @@ accumulates at `t` to `C_t`), and `I(INTEGRAL C) = INTEGRAL R` with `R = C + z^-
 re-emitted every tick).
 
 Why this is the right mapping: the engine's law `acc(F(C), t) = f(acc(C, t))`
-(ARCHITECTURE, section 1) says an engine operator on an `INTEGRAL` collection is
-DBSP's lifted operator `f` tick by tick, and on a `DELTA` collection it is
-`D . f . I`, DBSP's incremental operator: the engine *is* DBSP's incrementalised
-circuit.  `differentiate(distinct(integrate(s)))` compiles to exactly the engine
-graph of `distinct_incremental(s)`.
+(differential dataflow's accumulation law) says an engine operator on an `INTEGRAL`
+collection is DBSP's lifted operator `f` tick by tick, and on a `DELTA` collection it is
+`D . f . I`, DBSP's incremental operator: the engine *is* DBSP's incrementalised circuit.
+`differentiate(distinct(integrate(s)))` compiles to exactly the engine graph of
+`distinct_incremental(s)`.
 
 Inside a child circuit, times are `Product(epoch, iteration)` and both forms read the
 same way in the product order: `DELTA` is DBSP's doubly-incremental nested stream,

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from lattice import Product
 
-#: The six node types of seed 002, section 2.8.
+#: The six node types of the "Notes on DBSP" (RhizomeDB), section 2.8.
 NODE_KINDS = ("operator", "child", "feedback", "import", "sink", "source")
 
 #: The two ways a stream of Z-sets is held by an engine collection C (see the

@@ -1,6 +1,7 @@
-"""Seed 002's operator catalogue (section 2.9), each a thin layer over engine operators.
+"""The operator catalogue of the "Notes on DBSP" (section 2.9), each a thin layer over
+engine operators.
 
-What this module isolates: the meaning of each of seed 002's operators on streams of
+What this module isolates: the meaning of each of the notes' operators on streams of
 Z-sets, and which engine operator computes it in which form (`DELTA` or `INTEGRAL`,
 see the package docstring).  It implements no join, reduce or distinct of its own:
 `join_stream`, `join_trace` and `incremental_join` are `Collection.join_map`;
@@ -8,8 +9,9 @@ see the package docstring).  It implements no join, reduce or distinct of its ow
 `distinct_trace` is `operators.distinct_trace` (times `Product(int, int)`) or
 `Collection.distinct`; `consolidate` is `Collection.consolidate`.
 
-Argument order and names follow seed 002 (`filter(is_positive, zset)`,
-`join_stream(join_fun, a, b)`, `join_trace(join_fun, zset, trace)`; STYLE point 8).
+Argument order and names follow the notes (`filter(is_positive, zset)`,
+`join_stream(join_fun, a, b)`, `join_trace(join_fun, zset, trace)`), so their worked
+examples read as written.
 
 Which form an operator computes in, and why it is correct:
 
@@ -97,10 +99,10 @@ def _same_circuit(*xs: Any) -> Circuit:
 
 # -- linear ------------------------------------------------------------------------------
 
-def map(f: Callable[[Any], Any], zset_: Stream) -> Stream:  # noqa: A001 - seed 002's name
+def map(f: Callable[[Any], Any], zset_: Stream) -> Stream:  # noqa: A001 - the notes' name
     """Map (2.9.7): each element `x` becomes `f(x)`; linear, any form.
 
-    (Seed 002's Map example repeats its Filter example; see the tests.)
+    (The notes' Map example repeats their Filter example; see the tests.)
     """
     s = _stream(zset_, "map")
     return s.circuit._operator("map", [s], s.collection.map(f, name="map"), s.form)
@@ -219,7 +221,7 @@ def _root_only(s: Stream, what: str) -> None:
 # -- traces ------------------------------------------------------------------------------
 
 def integrate_trace(zset_: Stream) -> TraceStream:
-    """The trace of every update of `zset_` so far, each at its tick: seed 002's
+    """The trace of every update of `zset_` so far, each at its tick: the notes'
     `trace = trace_append(s, z1_trace(trace))` in one node (DBSP's integrate_trace)."""
     s = _stream(zset_, "integrate_trace")
     return s.circuit._trace_operator("integrate_trace", [s], _in_form(s, DELTA), 0,
@@ -229,7 +231,7 @@ def integrate_trace(zset_: Stream) -> TraceStream:
 def delay_trace(trace: TraceStream | Stream) -> TraceStream:
     """Delay Trace (2.9.9), z1_trace: the trace as it was one clock cycle earlier.
 
-    Given a Z-set stream `s` (as seed 002 writes `z1_trace(a)`), the delayed trace
+    Given a Z-set stream `s` (as the notes write `z1_trace(a)`), the delayed trace
     of `s`'s updates.  Nothing is computed: the trace is read `lag + 1` cycles late.
     """
     if isinstance(trace, Stream):
@@ -363,7 +365,7 @@ def join_trace(join_fun: Callable[[Any, Any, Any], Any], zset_: Stream,
 
 def join_trace_flipped(join_fun: Callable[[Any, Any, Any], Any], zset_: Stream,
                        trace: TraceStream | Stream) -> Stream:
-    """`join_trace` with `join_fun`'s value arguments swapped (seed 002's
+    """`join_trace` with `join_fun`'s value arguments swapped (the notes'
     `join_fun_flipped`): `join_fun(key, v_trace, v_zset)`."""
     a = _stream(zset_, "join_trace_flipped")
     t = _trace(trace, "join_trace_flipped")
@@ -377,7 +379,7 @@ def join_trace_flipped(join_fun: Callable[[Any, Any, Any], Any], zset_: Stream,
 # -- incremental -------------------------------------------------------------------------
 
 def incremental_join(join_fun: Callable[[Any, Any, Any], Any], a: Stream, b: Stream) -> Stream:
-    """Seed 002's `incremental_join(join_fun, a, b)`, the change of the join of the
+    """The notes' `incremental_join(join_fun, a, b)`, the change of the join of the
     integrals: `join_stream(a, b) + join_trace(a, z1_trace(b)) +
     join_trace_flipped(b, z1_trace(a))` for a root clock.  It is the engine's `join_map`
     on the delta forms, whose bilinear rule (`operators.join`) extends the formula to
@@ -406,7 +408,7 @@ def distinct_trace(zset_: Stream, trace: TraceStream | None = None) -> Stream:
     """Distinct Trace (2.9.11): the change of distinct over `(epoch, iteration)` times.
 
     The Z-set at each time is what distinct of the accumulated input gains or loses
-    there (seed 002's w1/w2/w3 rule), so weights may be negative.  The trace argument
+    there (the notes' w1/w2/w3 rule), so weights may be negative.  The trace argument
     is the operator's own (the engine arrangement of its input); passing it is
     allowed (`z1_trace(zset_)` or `integrate_trace(zset_)`), another trace is not.
     In a child of the root, `operators.distinct_trace`; elsewhere the engine's

@@ -1,13 +1,13 @@
-"""Circuits, nodes, streams and the clock driver: seed 002's runtime, compiled onto the engine.
+"""Circuits, nodes, streams and the clock driver of the "Notes on DBSP", on the engine.
 
-What this module isolates: the *shape* of a DBSP circuit (seed 002, sections 2.6 to 2.8)
-and how it is compiled to a `ddflow.Dataflow`.  It computes nothing itself: every stream
-is an engine `Collection`, every operator an engine operator (`ddflow.circuit.catalogue`
-wires them).  Left out: operators of its own, a scheduler of its own, and any root
-lattice but the ints (the root clock counts ticks).
+What this module isolates: the *shape* of a DBSP circuit ("Notes on DBSP", sections 2.6 to
+2.8) and how it is compiled to a `ddflow.Dataflow`.  It computes nothing itself: every
+stream is an engine `Collection`, every operator an engine operator
+(`ddflow.circuit.catalogue` wires them).  Left out: operators of its own, a scheduler of
+its own, and any root lattice but the ints (the root clock counts ticks).
 
-Node types (seed 002, 2.8), each with a local ID (its index in its circuit's `nodes`)
-and a global ID (the path of local IDs from the root):
+Node types ("Notes on DBSP", 2.8), each with a local ID (its index in its circuit's
+`nodes`) and a global ID (the path of local IDs from the root):
 
 ========  ======  =======  ==============================================================
 type      inputs  outputs  compiled to
@@ -23,8 +23,8 @@ sink      N       0        `Collection.capture`, read by time from the driver
 ========  ======  =======  ==============================================================
 
 A child's outputs are the streams it `export`s: `Collection.leave`, which sums a
-stream over the iterations of each epoch (seed 002's consolidate "used to export the
-results of a recursive subcircuit to the parent").
+stream over the iterations of each epoch (the notes' consolidate, which exports the
+results of a recursive subcircuit to its parent).
 
 The invariant kept: the graph of engine nodes is built once, before the first `tick`
 (the engine's own rule), and every `tick` completes exactly one root time.
@@ -33,10 +33,10 @@ Engines: `Circuit(engine=...)` runs on any engine (`LocalEngine(workers=W)`, the
 engines of `ddflow.engine.bsp`).  The circuit never reaches into an engine: it feeds
 sessions, runs `Dataflow.run()`, and reads `Capture.updates` by time after each tick.
 
-Clock hooks (seed 002, 2.6): every node has `on_clock_start(fn)` / `on_clock_stop(fn)`;
-`fn(scope, time)` is called with `scope` the number of levels from the node's own
-circuit up to the circuit whose clock moved (0: its own clock; a node in a child gets
-1 for a root tick) and that clock's time.
+Clock hooks ("Notes on DBSP", 2.6): every node has `on_clock_start(fn)` /
+`on_clock_stop(fn)`; `fn(scope, time)` is called with `scope` the number of levels from
+the node's own circuit up to the circuit whose clock moved (0: its own clock; a node in a
+child gets 1 for a root tick) and that clock's time.
 
 * Root ticks: the driver fires every node's start hook before the tick's `run()` and
   every stop hook after it, when time `t` is complete everywhere (exact).
@@ -95,7 +95,7 @@ from ddflow.circuit.sinks import Sink, _Reading, replay_iterations
 
 
 class Node:
-    """A vertex of a circuit: one of seed 002's six node types."""
+    """A vertex of a circuit: one of the six node types of the "Notes on DBSP"."""
 
     def __init__(self, circuit: Circuit, kind: str, name: str,
                  inputs: Iterable[Any] = ()) -> None:
@@ -199,9 +199,9 @@ class SourceStream(Stream):
 
 
 class TraceStream:
-    """A trace (seed 002, 2.3): the updates of `collection` (held in delta form) seen
-    `lag` ticks late.  At tick `t` it holds the updates at times `<= t - lag`; an
-    operator reads it through its accumulation, the integral-form collection
+    """A trace ("Notes on DBSP", 2.3): the updates of `collection` (held in delta
+    form) seen `lag` ticks late.  At tick `t` it holds the updates at times `<= t - lag`;
+    an operator reads it through its accumulation, the integral-form collection
     `accumulation()` (`lag` z^-1 shifts of `collection`)."""
 
     def __init__(self, circuit: Circuit, node: Node, collection: Any, lag: int = 0,
@@ -242,7 +242,7 @@ class _Transfer:
 
 
 class Circuit:
-    """A circuit of seed 002: the root (`Circuit()`) or a child (`parent.child()`).
+    """A DBSP circuit: the root (`Circuit()`) or a child (`parent.child()`).
 
     Building a circuit builds a `ddflow.Dataflow` underneath (`dataflow`); `tick()` on
     the root advances its clock by one: every source's Z-set for the tick goes in, the
@@ -412,7 +412,7 @@ class Circuit:
 
     def export(self, stream: Stream, name: str | None = None) -> Stream:
         """Make `stream` an output of this child: in the parent, its sum over the
-        iterations of each tick (engine `leave`; seed 002's consolidate across a
+        iterations of each tick (engine `leave`; the notes' consolidate across a
         recursive subcircuit).  In delta form that is the change of the fixed point at
         each epoch; in integral form, the fixed point itself."""
         if self.parent is None:

@@ -20,7 +20,7 @@ Left out: reading only what is new since the last tick.  `Capture.updates` is th
 whole consolidated history, so a tick costs one pass over each watched capture (read
 at most once per tick, and only when something asks).
 
-`replay_iterations` gives child circuits their per-iteration clock (seed 002, 2.6)
+`replay_iterations` gives child circuits their per-iteration clock ("Notes on DBSP", 2.6)
 from the same captures; see its docstring for what it promises.
 """
 

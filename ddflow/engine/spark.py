@@ -1,6 +1,8 @@
 """The Spark engine: the same operators, their state sharded by key across Spark partitions.
 
-Layout (after `../shared/spark-notes/FINDINGS.md`):
+Layout (measured on a 2-core machine: any PySpark job that runs Python costs ~80-100 ms,
+a shuffle then `mapPartitions` ~200 ms, so there is one job per superstep, never one per
+operator or per loop round; `benchmarks/bench_spark.py` reports jobs and seconds per step):
 
 * One record per shard, `(shard, ("S", blob))`: the shard's `Worker` (every
   operator's traces and buffers for the keys `shard_of` gives it), pickled with

@@ -1,6 +1,8 @@
 """The oracle of the one law: accumulated output equals the plain function, at every time.
 
-ARCHITECTURE section 1: an operator `F` with plain (non-incremental) function `f` is
+The law of differential dataflow (McSherry, Murray, Isaacs, Isard, "Differential
+dataflow"; Abadi, McSherry, Plotkin, "Foundations of differential dataflow"): an
+operator `F` with plain (non-incremental) function `f` is
 correct when `acc(F(C1, ...), t) == f(acc(C1, t), ...)` for every time `t`.  Checking
 every time of a lattice is impossible, but both sides only change at times in the
 join-closure of the times involved (every accumulation is constant between them), so

@@ -1,4 +1,5 @@
-"""Worst-case optimal joins: delta queries (seed 004) and incremental Generic Join (seed 001).
+"""Worst-case optimal joins: delta queries (McSherry's dogsdogsdogs) and incremental Generic
+Join (Völkel, "WCOJ meets DBSP").
 
 Both evaluate a multi-way join variable by variable: a prefix of bound values is
 extended by the atom that `count`s the fewest extensions, which `propose`s them,
@@ -11,7 +12,7 @@ incremental:
 * `operators.wcoj.generic_join`: one operator, tick by tick (int times), the
   multi-way delta formula over each relation's `Δ` and accumulated state (`z1`).
 
-The law (ARCHITECTURE section 1) for both: `acc(Q(R_0, ..), t) = Q(acc(R_0, t), ..)`,
+The accumulation law for both: `acc(Q(R_0, ..), t) = Q(acc(R_0, t), ..)`,
 `Q` the join with multiplicities multiplied.  `ddflow.query` parses rules and wires
 either of them, or a plan of binary joins, from a rule's text.
 """

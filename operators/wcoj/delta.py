@@ -1,4 +1,5 @@
-"""Delta queries with half joins: count, propose, validate (seed 004, dogsdogsdogs).
+"""Delta queries with half joins: count, propose, validate (McSherry's dogsdogsdogs; Ammar,
+McSherry, Salihoglu, Joglekar, "Distributed evaluation of subgraph queries").
 
 What this isolates: the operators of a worst-case optimal *delta query* and the
 plan of one update rule.  A query `Q = R_0 x R_1 x ... x R_{n-1}` (atoms joined on
@@ -18,7 +19,7 @@ linear in the inputs: no intermediate result is ever arranged.
 The mechanism is the *half join*: for a prefix update `(p, t, r)` and the index
 entries `(v, s, r2)` of `p`'s key, output `(f(p, v), t, r * r2)` for the entries
 with `s` before `t` in the rule's sense, at the prefix's own time `t`.  "Before"
-is seed 004's `AltNeu`: entries are presented at `AltNeu(s, True)` and rule `i`
+is dogsdogsdogs' `AltNeu`: entries are presented at `AltNeu(s, True)` and rule `i`
 reads atom `j` at `AltNeu(t, j < i)`.  Here the comparison is made in the *total
 order* `sort_key` of `AltNeu` (a linear extension, `(sort_key(s), True) <=
 (sort_key(t), neu)`), as differential dataflow's `half_join` does: then every

@@ -1,6 +1,6 @@
-"""Incremental Generic Join over Z-sets, one operator, tick by tick (seed 001).
+"""Incremental Generic Join over Z-sets, one operator, tick by tick.
 
-What this isolates: seed 001's "WCOJ meets DBSP" algorithm as one state machine.
+What this isolates: the algorithm of Finn Völkel's "WCOJ meets DBSP" as one state machine.
 Each complete time `t` is a tick: the inputs' changes at `t` are the deltas
 (`Δ_j`), everything at earlier times is the accumulated state `z1` (z^-1), and
 the output at `t` is `Q(z1 + Δ) - Q(z1)`.  Ticks are processed in time order, so
@@ -18,11 +18,11 @@ each term is a Generic Join: its variables are bound level by level (the term's
 `Δ_i` variables first), and at each level every atom holding the variable is a
 *prefix extender* over its `Δ`, `new` or `z1` state: all `count` their
 extensions of the prefix, the one with the fewest `propose`s them, the others
-`intersect`.  Seed 001 keeps the levels' intermediate weights at 1 (an atom
+`intersect`.  The post keeps the levels' intermediate weights at 1 (an atom
 contributes the *support* of its projection until its last variable binds, and
 its weight then), so each relation's weight is applied exactly once.
 
-Why per relation first: seed 001's sketch applies the product rule per level to
+Why per relation first: the post's sketch applies the product rule per level to
 the prefixes of the *delta* trie only, which never visits a prefix that did not
 change itself, and so misses changes below it (a new edge `(y, z)` under an
 unchanged `x` in the triangle query).  Unrolling by relation first keeps the
@@ -197,7 +197,7 @@ class _View:
 
 
 class GenericJoin(Operator):
-    """Seed 001's incremental Generic Join of `atoms` over int times.
+    """Völkel's incremental Generic Join ("WCOJ meets DBSP") of `atoms` over int times.
 
     `atoms[j]` are the distinct variables of atom `j`, in the order of its source
     tuples, read from input port `sources[j]`; the output is the `head` variables'

@@ -1,5 +1,6 @@
-"""Planning a delta query (seed 004): for each atom's update rule, the order in which
-the other atoms extend its changes, variable by variable, and which indices serve them.
+"""Planning a delta query (McSherry's dogsdogsdogs): for each atom's update rule, the
+order in which the other atoms extend its changes, variable by variable, and which indices
+serve them.
 
 Split from `operators.wcoj.delta`, which holds the operators that run a plan.  A
 `RulePlan` lists, per step, the atoms that `count` / `propose` / `validate` the next

@@ -1,6 +1,6 @@
 """The graph algorithms against networkx, epoch by epoch, and the law at Product times.
 
-Oracle tests (STYLE point 9, the `test_oracle_*` family under this module's name):
+Oracle tests (the `test_oracle_*` family under this module's name):
 
 * a sliding window over a random graph: every epoch inserts some edges (short
   cycles and self loops among them) and deletes the oldest ones, the roots change

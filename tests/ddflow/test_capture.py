@@ -4,7 +4,7 @@ and a read after a small step does work in proportion to the step, not the histo
 
 The oracle is the plain form: `consolidate(engine.captured(node))` for `updates` and
 `accumulate` of it for `at(t)`, checked at every time of the join-closure of the
-times involved (ARCHITECTURE section 1), key order included (printed answers must
+times involved (the accumulation law), key order included (printed answers must
 not change).
 """
 

@@ -1,4 +1,4 @@
-"""Circuits (seed 002, 2.6 to 2.8) compiled onto the engine: node types and IDs, ticks,
+"""Circuits ("Notes on DBSP", 2.6 to 2.8) compiled onto the engine: node types and IDs, ticks,
 child circuits, feedback, import/export, clock hooks, drawings, and recursion written
 as a child circuit agreeing with the `iterate` forms (`test_agree_*`)."""
 
@@ -68,7 +68,7 @@ def test_six_node_types_with_local_and_global_ids():
     # global IDs are unique across the whole tree
     gids = [n.global_id for n in c.walk()]
     assert len(gids) == len(set(gids))
-    # node inputs and outputs match seed 002's table
+    # node inputs and outputs match the notes' table
     arity = {"source": (0, 1), "import": (1, 1), "feedback": (1, 1), "sink": (1, 0)}
     for n in c.walk():
         if n.kind in arity:

@@ -1,8 +1,9 @@
-"""Seed 002's operator catalogue (section 2.9) on circuits: the worked examples, and by
-hypothesis each operator against its plain Z-set function tick by tick and against the
-engine's corresponding operator at every time (`test_oracle_*`, `test_agree_*`).
+"""The operator catalogue of the "Notes on DBSP" (section 2.9) on circuits: the worked
+examples, and by hypothesis each operator against its plain Z-set function tick by tick
+and against the engine's corresponding operator at every time (`test_oracle_*`,
+`test_agree_*`).
 
-Seed 002 writes Z-sets as `{element, timestamp, weight}` triples; here a triple at
+The notes write Z-sets as `{element, timestamp, weight}` triples; here a triple at
 timestamp `t` is pushed at tick `t`, and an expected output `{x, nil, w}` (no timestamp)
 is the Z-set `{x: w}` of the tick the inputs were at.
 """
@@ -103,7 +104,7 @@ def test_filter_worked_example():
 
 
 def test_map_example():
-    # Seed 002's Map example repeats its Filter example (seeds/README.md lists the
+    # The notes' Map example repeats their Filter example (REFERENCES.md lists the
     # slip); this is the map the section describes, on the same input.
     c, sink = run(lambda c, s: c.sink(c_map(lambda x: x * 10, s)),
                   [(0, 0, 1), (1, 0, 2), (2, 1, -3)])
@@ -137,7 +138,7 @@ def test_join_stream_worked_example():
 
 
 def test_join_trace_worked_example():
-    # The seed's join_fun builds {key, {v1, v2}} but its expected output prints flat
+    # The notes' join_fun builds {key, {v1, v2}} but its expected output prints flat
     # triples {:a, 1, 1}: a slip of the text; the flat form is used here.
     zs = [(("a", 0), 1), (("a", 0), -1), (("a", 1), 1), (("b", 2), 2), (("c", 2), 1)]
     trace = [(("a", 1), 1), (("b", -3), -1), (("b", 3), 1), (("b", 4), -1), (("c", 4), 1)]
@@ -170,9 +171,9 @@ DISTINCT_TRACE_EXPECTED = {Product(0, 0): {0: 1, 2: 1}, Product(0, 1): {5: 1},
 
 def test_distinct_trace_worked_example_in_a_child_circuit():
     """b_e0 enters at iteration 0 of epoch e (import), b_e1 one iteration later
-    (import then z^-1); the child's distinct_trace gives the seed's four outputs.
+    (import then z^-1); the child's distinct_trace gives the notes' four outputs.
 
-    The seed's rule is read with the corrections of seeds/README.md (d0 = 1 needs
+    The notes' rule is read with the corrections of REFERENCES.md (d0 = 1 needs
     w1 <= 0; d1 = -1 needs w1 + w2 + w3 + w <= 0); its example is consistent with them.
     """
     c = Circuit()
@@ -188,7 +189,7 @@ def test_distinct_trace_worked_example_in_a_child_circuit():
 
 
 def test_distinct_trace_worked_example_as_seed_calls():
-    """The seed's calls `distinct_trace(b, t)` with the traces t00..t11 it builds,
+    """The notes' calls `distinct_trace(b, t)` with the traces t00..t11 it builds,
     through the pure step of `operators.distinct_trace`."""
     step = pytest.importorskip("operators.distinct_trace").distinct_trace_step
     P = Product
@@ -224,10 +225,10 @@ def test_distinct_incremental_worked_examples(trace, expected):
     assert pure(dict(BATCH), zset((d, w) for d, _t, w in trace)) == expected
 
 
-# -- item 3: seed 002's incremental join against the engine's join ----------------------
+# -- item 3: the notes' incremental join against the engine's join ---------------------
 
 def FLAT(k, v1, v2):
-    """The join function of the seed's join_trace example: flat `(key, v1, v2)`."""
+    """The join function of the notes' join_trace example: flat `(key, v1, v2)`."""
     return (k, v1, v2)
 
 

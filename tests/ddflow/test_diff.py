@@ -21,7 +21,7 @@ def test_semirings_satisfy_the_protocol():
 
 
 def test_integers_are_arbitrary_precision():
-    # Seed 000: 32-bit weights overflow; Python ints cannot.
+    # "Implementing Z-sets": 32-bit weights overflow; Python ints cannot.
     big = 2 ** 64
     assert INTEGERS.plus(big, big) == 2 ** 65
     assert INTEGERS.multiply(big, big) == 2 ** 128

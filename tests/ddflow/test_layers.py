@@ -1,5 +1,6 @@
-"""Imports point down (ARCHITECTURE, section 2): the front door does not import its
-fluent API or its pictures, and the circuit view's modules import in one direction.
+"""Imports point down (lattice, core data, operators, the front door, the CLI): the
+front door does not import its fluent API or its pictures, and the circuit view's modules
+import in one direction.
 
 The front door's parts above `ddflow.dataflow` (`Collection`, `to_dot`) are registered
 on it when their modules are imported; these tests check both that nothing imports

@@ -2,9 +2,9 @@
 
 The oracle throughout is the plain list of updates a trace was fed: at every time in
 advance of the trace's compaction frontier, `Trace.accumulate(t)` must equal
-`accumulate(updates, t)` (ARCHITECTURE section 3: compaction "must never change any
-accumulation at a time in advance of F").  Grids are small so that every point can
-be checked.
+`accumulate(updates, t)` (compaction, as in McSherry et al.'s "Shared arrangements", never
+changes an accumulation at a time in advance of the compaction frontier).  Grids are small
+so that every point can be checked.
 """
 
 from __future__ import annotations

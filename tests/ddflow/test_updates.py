@@ -1,6 +1,7 @@
-"""Update triples and Z-set algebra: seed 002's worked examples, and the group laws.
+"""Update triples and Z-set algebra: the worked examples of the "Notes on DBSP", and the
+group laws.
 
-Seed 002 writes its Z-sets in Elixir as `{element, timestamp, weight}`; here they are
+The notes write their Z-sets in Elixir as `{element, timestamp, weight}`; here they are
 `(data, time, diff)` tuples.  Operators the module has no helper for (filter,
 index_with, aggregate, join) are written as plain Python over update lists, which is
 what the examples specify: the operators in `operators/` have their own tests.
@@ -20,7 +21,7 @@ from ddflow.updates import (accumulate, consolidate, consolidate_unsorted, disti
                             zset_negate, zset_plus, zset_positive)
 from lattice import AltNeu, Product, less_equal, sort_key
 
-# --- seed 002, section 2.9: every worked example of the Z-set operators ---------------
+# --- "Notes on DBSP", section 2.9: every worked example of the Z-set operators --------
 
 A = [(0, 0, 1), (1, 0, 1), (2, 0, 2), (3, 0, 1)]
 B = [(0, 0, 1), (1, 0, -1), (2, 0, 1)]
@@ -47,7 +48,7 @@ def test_seed002_consolidate():
     trace = [(0, 0, 0, 1), (0, 0, 0, -1), (0, 1, 0, 1), (0, 1, 0, 1), (1, 2, 0, 2),
              (1, 3, 0, 1), (1, 3, 0, -1), (1, 4, 0, -1), (2, 2, 0, 1), (2, 4, 0, 1)]
     expected = {(0, 1): 2, (1, 2): 2, (1, 4): -1, (2, 2): 1, (2, 4): 1}
-    # The seed's operator forgets times (its output times are nil) ...
+    # The notes' operator forgets times (its output times are nil) ...
     assert untimed(((k, v), t, w) for k, v, t, w in trace) == expected
     # ... and, all times being 0, consolidating the triples gives the same, in order.
     assert consolidate(((k, v), t, w) for k, v, t, w in trace) == \

@@ -4,7 +4,7 @@ Oracles: an antichain stands for the up-set of the times it was built from ("`s`
 in advance of `A`" iff some input time is `<= s`), so every method is checked
 against that definition over the input list or over a whole small grid of times.
 `MutableAntichain` is driven by a hypothesis `RuleBasedStateMachine` against a plain
-dict of counts, with `_check()` as invariant (STYLE points 5 and 9).
+dict of counts, with `_check()` as invariant.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 Three layers, from the cheapest oracle to the strongest:
 
 * known answers (the examples of differential dataflow's `lattice.rs` and of the
-  dogsdogsdogs `AltNeu` type, seed 004);
+  dogsdogsdogs `AltNeu` type);
 * hypothesis, 500 examples per law per kind (`ddflow.testing.times.TIME_KINDS`);
-* the same laws checked exhaustively on a small grid of each kind (STYLE point 1),
+* the same laws checked exhaustively on a small grid of each kind,
   where every premise (`a <= c and b <= c`, ...) is met by many triples.
 """
 

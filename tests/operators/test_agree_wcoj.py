@@ -1,6 +1,6 @@
 """Delta queries, generic join and binary joins agree: with networkx, with nested loops.
 
-The oracle of the law (ARCHITECTURE section 1) is a plain nested-loop evaluation
+The oracle of the accumulation law is a plain nested-loop evaluation
 of the rule over the accumulated relations, written here independently of the
 parser and the planners: multiplicities multiply across atoms, bindings sum.
 """

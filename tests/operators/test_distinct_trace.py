@@ -1,4 +1,4 @@
-"""distinct_trace (seed 002, 2.9.11 and 2.9.18): the worked examples, the law, and
+"""distinct_trace ("Notes on DBSP", 2.9.11 and 2.9.18): the worked examples, the law, and
 agreement with the general `distinct` (a `Reduce`), alone and inside a loop."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def _at(updates, t):
     return {d: r for d, s, r in updates if s == t}
 
 
-# -- (a) seed 002's worked example ----------------------------------------------------
+# -- (a) the notes' worked example ---------------------------------------------------
 
 B00 = [(0, P(0, 0), 1), (2, P(0, 0), 1), (3, P(0, 0), -1)]
 B01 = [(5, P(0, 1), 1)]
@@ -42,13 +42,13 @@ EXPECTED = {
     P(1, 0): {5: 1},
     P(1, 1): {1: 1, 2: -1, 5: -1},
 }
-# The seed's example agrees with the law (checked below at every time of the closure):
+# The notes' example agrees with the law (checked below at every time of the closure):
 # at (1, 1) the input holds 0 (twice), 1 and 5 (twice, from (0, 1) and (1, 0)), and 2, 3
 # cancelled, 4 negative; the outputs of the four times accumulate to {0, 1, 5} there.
 
 
 def test_seed_002_worked_example_pure_step():
-    # The seed's traces: each holds the batches of the times before it in its order
+    # The notes' traces: each holds the batches of the times before it in its order
     # (t10 holds b01 at (0, 1), which is not <= (1, 0) and so is ignored there).
     t00 = []
     t01 = t00 + B00
@@ -90,7 +90,7 @@ def test_seed_002_worked_example_engine(stepwise):
     check_law(out, [B00 + B01 + B10 + B11], _distinct)
 
 
-# -- (b) seed 002, 2.9.18: distinct incremental ---------------------------------------
+# -- (b) "Notes on DBSP", 2.9.18: distinct incremental ------------------------------
 
 BATCH = {0: 2, 2: 1, 3: -1}
 

@@ -88,7 +88,7 @@ def test_output_times_are_joins_of_input_times(data):
 
 
 def test_seed_002_join_stream_example():
-    """Seed 002 section 2.9.12: join_stream of two indexed Z-sets at one time."""
+    """"Notes on DBSP", section 2.9.12: join_stream of two indexed Z-sets at one time."""
     a = [(("a", 1), 0, 1), (("b", 2), 0, 2), (("c", 2), 0, 1)]
     b = [(("a", 1), 0, 1), (("b", 3), 0, 1), (("b", 4), 0, -1)]
     out = evaluate(lambda x, y: x.join(y), [a, b])
@@ -96,7 +96,7 @@ def test_seed_002_join_stream_example():
 
 
 def test_seed_002_join_trace_example():
-    """Seed 002 section 2.9.13: a batch against a trace.  The seed writes the
+    """"Notes on DBSP", section 2.9.13: a batch against a trace.  The notes write the
     results as (k, v1, v2) triples; here they are (k, (v1, v2)) pairs."""
     zset = [(("a", 0), 0, 1), (("a", 0), 0, -1), (("a", 1), 0, 1), (("b", 2), 0, 2),
             (("c", 2), 0, 1)]

@@ -54,7 +54,8 @@ def test_oracle_concat(data, schedule):
 @settings(max_examples=200)
 @given(data=st.data(), schedule=SCHEDULES)
 def test_oracle_join_function(data, schedule):
-    """Seed 003: `(x, t, r)` -> `(y, join(t, t2), r * r2)`; its law depends on time."""
+    """"Generalizing linear operators": `(x, t, r)` -> `(y, join(t, t2), r * r2)`; its law
+    depends on time."""
     kind = data.draw(st.sampled_from(["product", "int"]))
     t2s = data.draw(st.lists(times(kind), min_size=2, max_size=2))
     inp = data.draw(updates(kind))
@@ -76,7 +77,8 @@ def test_oracle_join_function(data, schedule):
 
 
 def test_join_function_seed_003_example():
-    """Seed 003: `x` copies of `2x` from time `3x` until `4x`, for x in 0..9."""
+    """"Generalizing linear operators": `x` copies of `2x` from time `3x` until `4x`, for x
+    in 0..9."""
     def logic(x):
         return [(2 * x, 3 * x, x), (2 * x, 4 * x, -x)]
     out = evaluate(lambda c: c.join_function(logic), [[(x, 0, 1) for x in range(10)]])

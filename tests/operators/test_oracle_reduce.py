@@ -135,14 +135,14 @@ def test_distinct_needs_every_finite_join():
 
 
 def test_seed_002_aggregate_example():
-    """Seed 002 section 2.9.1: aggregate(count) over an indexed Z-set."""
+    """"Notes on DBSP", section 2.9.1: aggregate(count) over an indexed Z-set."""
     inp = [((1, "foo"), 0, 1), ((1, "bar"), 0, 1), ((2, "baz"), 0, 1)]
     out = evaluate(lambda c: c.map(lambda kv: kv[0]).count(), [inp])
     assert out == [((1, 2), 0, 1), ((2, 1), 0, 1)]
 
 
 def test_seed_002_distinct_example():
-    """Seed 002 section 2.9.3 (weights: 1 -> 1, 2 -> 1, -1 -> absent, 0 -> absent)."""
+    """"Notes on DBSP", section 2.9.3 (weights: 1 -> 1, 2 -> 1, -1 -> absent, 0 -> absent)."""
     out = evaluate(lambda c: c.distinct(), [[(0, 0, 1), (1, 0, 2), (2, 0, -1), (3, 0, 0)]])
     assert out == [(0, 0, 1), (1, 0, 1)]
 

@@ -347,7 +347,7 @@ def _feedback(max_rounds: int, on_limit: str) -> Callable[[], Rig]:
 
 
 def _delta(total: bool) -> Callable[[], Rig]:
-    """Seed 004's half joins: Count and Propose by one index, Validate by another;
+    """The half joins of dogsdogsdogs: Count and Propose by one index, Validate by another;
     at partially ordered times the prefixes are stamped with the join of the times
     met so far and delayed to it at the end, at int times they are plain."""
     def build() -> Rig:
