@@ -3,8 +3,8 @@
 Reports, per workload, Spark jobs per logical step (one `df.run()` after an epoch's
 updates) and seconds per step, next to the local engine's seconds per step.  On a
 2-core machine Spark is slower by design of the comparison: it pays ~0.1-0.3 s per
-job (PySpark's fixed cost per job, measured on this machine); the figures show the engine runs one job per
-superstep, not one per operator or per loop round.
+job (PySpark's fixed cost per job, measured on this machine); the figures show the
+engine runs one job per superstep, not one per operator or per loop round.
 
 Workloads: W1 reachability (a random graph, single-edge epochs) and the join + count
 of `bench_join_count` (smaller).  Run: `python -m benchmarks.bench_spark [--quick]
