@@ -2,20 +2,42 @@
 
 Build a `Dataflow`, feed it `(data, time, diff)` updates through input sessions, and
 read the exact changes of its outputs at lattice times: ints, `Product(epoch, round)`
-in loops, `AltNeu` in delta queries.  The front-door names are loaded lazily, so that
-importing a core module (`ddflow.trace`, `ddflow.updates`) does not pull in engines.
+in loops, `AltNeu` in delta queries.  `help(ddflow.Dataflow)` and the other names below
+document each part; REFERENCES.md lists the papers and posts the design follows.
+
+The front door (`__all__`; loaded on first use, so that importing a core module such
+as `ddflow.trace` or `ddflow.updates` does not pull in the engines):
+
+    Dataflow        a graph of operators over changing collections; `new_collection`
+    InputSession    feeds one input: insert, remove, update_at, advance_to
+    Collection      a changing collection: map, join, reduce, iterate, capture ...
+    Arranged        a collection indexed by key, shared by the operators that read it
+    Variable        a loop variable inside `iterate`, set once from the loop body
+    Capture         an output's updates, and its content at a time (`at`)
+    LocalEngine     the default engine (`Dataflow(workers=W)` simulates W workers)
+    SparkEngine     the same operators, their state sharded over Spark partitions
+    Circuit         the DBSP view: circuits of stream operators on the same engine
+    query           conjunctive rules as worst-case optimal joins: query(rule, g=c)
+    Product, AltNeu, Antichain
+                    partially ordered times and frontiers (from `lattice`)
+
+The errors, all subclasses of `DataflowError` (`ddflow.errors`; each is also an
+attribute of this package, `except ddflow.DataflowError:` catches every one):
+
+    DataflowError, TimeError, DataError, DiffError, CompactionError, BatchError,
+    SessionClosedError, GraphError, UserFunctionError, ConvergenceError,
+    ProgressError, EngineUnavailableError
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ddflow.errors import (BatchError, CompactionError, ConvergenceError, DataError,
-                           DataflowError, DiffError, EngineUnavailableError, GraphError,
-                           SessionClosedError, TimeError, UserFunctionError)
+from ddflow.errors import *  # noqa: F401,F403 - every name of ddflow.errors.__all__
 
 __version__ = "0.1.0"
 
+#: The front door: name -> (module, attribute); attribute None hands out the module.
 _LAZY = {
     "Dataflow": ("ddflow.dataflow", "Dataflow"),
     "InputSession": ("ddflow.dataflow", "InputSession"),
@@ -32,11 +54,10 @@ _LAZY = {
     "Antichain": ("lattice", "Antichain"),
 }
 
-__all__ = sorted(list(_LAZY) + [
-    "DataflowError", "TimeError", "DataError", "DiffError", "CompactionError", "BatchError",
-    "SessionClosedError", "GraphError", "UserFunctionError", "ConvergenceError",
-    "EngineUnavailableError", "__version__"])
-
+#: What `from ddflow import *` gives and `help(ddflow)` documents in full.  The errors
+#: are attributes too (listed in the docstring above) but stay out of it: pydoc would
+#: print each one's inherited exception boilerplate, ~70 lines apiece.
+__all__ = sorted(_LAZY) + ["__version__"]
 
 #: Modules that register parts of the front door on `Dataflow` when imported (its
 #: collection type, its `to_dot`): loaded before any front-door name is handed out,
@@ -57,3 +78,8 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     raise AttributeError(f"module 'ddflow' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # The lazy names are not in globals() until first used; list them anyway.
+    return sorted(set(globals()) | set(_LAZY))

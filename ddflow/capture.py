@@ -204,6 +204,7 @@ class Capture:
 
     @property
     def frontier(self) -> Antichain:
+        """The captured collection's frontier: times not in advance of it are final."""
         f = self.dataflow.engine.frontier(self.node)
         return f[0] if f else Antichain([self.node.scope.minimum])
 

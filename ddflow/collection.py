@@ -41,7 +41,13 @@ def _self_key(d: Any) -> Any:
 
 
 class Collection:
-    """A collection of records changing over the times of its scope."""
+    """A collection of records changing over the times of its scope.
+
+    Attributes: `scope`, the scope whose times its updates carry (the dataflow's root
+    scope, or the loop scope of an `iterate`; `enter(scope)` brings a collection into a
+    nested one, `leave()` takes it out); `dataflow`, the `Dataflow` it belongs to;
+    `node`, its node in the dataflow graph.
+    """
 
     def __init__(self, node: Node) -> None:
         self.node = node
@@ -307,20 +313,25 @@ class Arranged:
         return Collection(node)
 
     def join(self, other: Collection | Arranged, name: str | None = None) -> Collection:
+        """`Collection.join` against this arrangement: `(k, (a, b))` per match."""
         return self._join(self._other(other), "join", None, name or "join")
 
     def join_map(self, other: Collection | Arranged, logic: Callable, name: str | None = None
                  ) -> Collection:
+        """`Collection.join_map` against this arrangement: `logic(k, a, b)` per match."""
         return self._join(self._other(other), "map", logic, name or "join_map")
 
     def join_core(self, other: Collection | Arranged, logic: Callable,
                   name: str | None = None) -> Collection:
+        """`Collection.join_core` against this arrangement: `logic(k, a, b)` yields records."""
         return self._join(self._other(other), "core", logic, name or "join_core")
 
     def semijoin(self, keys: Collection | Arranged, name: str | None = None) -> Collection:
+        """The records of this arrangement whose key is present in `keys`."""
         return self._join(self._other(keys, by_self=True), "semijoin", None, name or "semijoin")
 
     def reduce(self, logic: Callable, name: str | None = None) -> Collection:
+        """`Collection.reduce` reading this arrangement's trace."""
         source = self
         node = Node(self.dataflow, self.scope, name or "reduce", "reduce", [self.node],
                     lambda w, ops: red.Reduce(ops(source.node), logic, node.name))
@@ -338,6 +349,10 @@ class Variable:
     `Variable(scope)` starts empty; `Variable(scope, source)` starts as `source`
     (entered at round 0), like differential dataflow's `Variable::new_from`: it feeds
     back `result - source` so that the variable equals `result` one round later.
+
+    Attributes: `collection`, the variable's value as a `Collection` of its scope (what
+    the loop body reads); `scope`, the loop scope; `source`, the starting collection or
+    None.
     """
 
     def __init__(self, scope: Scope, source: Collection | None = None,

@@ -102,15 +102,26 @@ class InputSession:
         self._pending: list[tuple] = []
 
     def insert(self, data: Any) -> None:
+        """Add one copy of `data` at the session's current time (`update(data, 1)`)."""
         self.update_at(data, self.time, 1)
 
     def remove(self, data: Any) -> None:
+        """Take away one copy of `data` at the session's current time (`update(data, -1)`);
+        removing what is not there leaves a negative count, as in differential dataflow."""
         self.update_at(data, self.time, -1)
 
     def update(self, data: Any, diff: Any = 1) -> None:
+        """Change the count of `data` by `diff` at the session's current time."""
         self.update_at(data, self.time, diff)
 
     def update_at(self, data: Any, time: Any, diff: Any = 1) -> None:
+        """Change the count of `data` by `diff` at `time`, which must be in advance of the
+        session's time (`advance_to`).  The update is pending until the next `run()`.
+
+        Raises, recording nothing: `TimeError` (a time of another lattice, or before the
+        session's), `DataError` (unhashable `data`), `DiffError` (a diff that is not an
+        element of the diff type), `SessionClosedError` (after `close()`).
+        """
         if (type(time) is int and type(self.time) is int and time >= self.time
                 and type(diff) is int and not self.closed):
             # The common case (int times, int diffs), checked with fewer calls.
@@ -156,6 +167,9 @@ class InputSession:
         return feed_dataframe(self, frame, time=time, diff=diff)
 
     def advance_to(self, time: Any) -> None:
+        """Promise no updates at times not in advance of `time`: the times before it can
+        complete (outputs there become final) once `run()` has done their work.  Moving
+        back raises `TimeError`."""
         self._check_open("advance_to", None, time)
         self._check_time(time, None, "advance_to")
         if not less_equal(self.time, time):
@@ -168,6 +182,8 @@ class InputSession:
         self.closed = True
 
     def frontier(self) -> Antichain:
+        """The times this session may still update: `{time}` while open, empty after
+        `close()`."""
         return EMPTY if self.closed else Antichain([self.time])
 
     @property

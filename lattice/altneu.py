@@ -38,6 +38,7 @@ class AltNeu:
     neu: bool = False
 
     def less_equal(self, other: Any) -> bool:
+        """Lexicographic: `time <=` the other's, with `neu` deciding between equal times."""
         if type(other) is not AltNeu:
             raise _mismatch(self, other)
         if self.time == other.time:
@@ -45,9 +46,11 @@ class AltNeu:
         return less_equal(self.time, other.time)
 
     def less_than(self, other: Any) -> bool:
+        """`self <= other` and `self != other`."""
         return self.less_equal(other) and self != other
 
     def join(self, other: Any) -> AltNeu:
+        """The least upper bound in the lexicographic order."""
         if type(other) is not AltNeu:
             raise _mismatch(self, other)
         t = join(self.time, other.time)
@@ -55,6 +58,7 @@ class AltNeu:
         return AltNeu(t, bool(neu))
 
     def meet(self, other: Any) -> AltNeu:
+        """The greatest lower bound in the lexicographic order."""
         if type(other) is not AltNeu:
             raise _mismatch(self, other)
         t = meet(self.time, other.time)
@@ -62,12 +66,15 @@ class AltNeu:
         return AltNeu(t, bool(neu))
 
     def minimum(self) -> AltNeu:
+        """The least time: the inner lattice's minimum, alt (`neu=False`)."""
         return AltNeu(minimum(self.time), False)
 
     def sort_key(self) -> tuple:
+        """A key ordering times as `less_equal` does."""
         return (sort_key(self.time), self.neu)
 
     def same_lattice(self, other: Any) -> bool:
+        """Whether `other` is an `AltNeu` over the same inner lattice."""
         return type(other) is AltNeu and same_lattice(self.time, other.time)
 
     def __repr__(self) -> str:

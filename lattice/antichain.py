@@ -141,6 +141,7 @@ class Antichain:
         return Antichain(self.elements + other.elements)
 
     def is_empty(self) -> bool:
+        """No elements: every time is complete (a closed input's frontier)."""
         return not self.elements
 
     def __iter__(self) -> Iterator[Any]:

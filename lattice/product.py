@@ -44,6 +44,7 @@ class Product(tuple):
     inner = property(itemgetter(1), doc="The inner coordinate (the round, in a loop).")
 
     def less_equal(self, other: Any) -> bool:
+        """`self <= other` in the product order: both coordinates `<=`."""
         if type(other) is not Product:
             raise _mismatch(self, other)
         so, si = self
@@ -60,9 +61,11 @@ class Product(tuple):
         return outer_le and inner_le
 
     def less_than(self, other: Any) -> bool:
+        """`self <= other` and `self != other`."""
         return self.less_equal(other) and self != other
 
     def join(self, other: Any) -> Product:
+        """The least upper bound: the coordinate-wise join."""
         if type(other) is not Product:
             raise _mismatch(self, other)
         so, si = self
@@ -72,14 +75,17 @@ class Product(tuple):
         return Product(join(so, oo), join(si, oi))
 
     def meet(self, other: Any) -> Product:
+        """The greatest lower bound: the coordinate-wise meet."""
         if type(other) is not Product:
             raise _mismatch(self, other)
         return Product(meet(self.outer, other.outer), meet(self.inner, other.inner))
 
     def minimum(self) -> Product:
+        """The least time of this lattice (both coordinates at their minimum)."""
         return Product(minimum(self.outer), minimum(self.inner))
 
     def sort_key(self) -> tuple:
+        """A key whose order extends the product order (lexicographic on the coordinates)."""
         # Lexicographic on the components' keys: a linear extension of the product order.
         so, si = self
         if type(so) is int and type(si) is int:
@@ -87,6 +93,7 @@ class Product(tuple):
         return (sort_key(so), sort_key(si))
 
     def same_lattice(self, other: Any) -> bool:
+        """Whether `other` is a `Product` of the same coordinate lattices."""
         return (type(other) is Product and same_lattice(self.outer, other.outer)
                 and same_lattice(self.inner, other.inner))
 

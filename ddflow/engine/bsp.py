@@ -112,10 +112,12 @@ class BSPEngine:
         pass
 
     def fetch(self, node: Any, attr: str) -> list:
+        """`getattr(op, attr)` of `node`'s operator on every shard."""
         raise NotImplementedError
 
     # -- compile ---------------------------------------------------------------------
     def compile(self, df: Any) -> None:
+        """Build the shards' operators and the plan, once, before the first run."""
         self._prepare()
         self.shards = self.requested_shards or self._default_shards()
         self.nodes = list(df.nodes)
@@ -133,6 +135,7 @@ class BSPEngine:
 
     # -- run -----------------------------------------------------------------------
     def run(self, df: Any) -> None:
+        """One step: supersteps until no shard has work or messages; rolled back on failure."""
         taken = [(s, s.take_pending()) for s in df.sessions]
         handle = self._checkpoint()
         saved = (dict(self._stamps), {s: [list(r) for r in rows]
@@ -202,10 +205,12 @@ class BSPEngine:
 
     # -- what front-door objects read ----------------------------------------------
     def operators(self, node: Any) -> list:
+        """A view of `node`'s operator on each shard (its counters)."""
         i = self.index[id(node)]
         return [_OpView(self, node, s, self._counters[s][i]) for s in range(self.shards)]
 
     def captured(self, node: Any) -> list:
+        """Every update a capture node has recorded, over all shards."""
         return [u for part in self.fetch(node, "updates") for u in part]
 
     def frontier(self, node: Any) -> tuple | None:

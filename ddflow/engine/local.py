@@ -35,6 +35,7 @@ class LocalEngine:
 
     # -- compile -------------------------------------------------------------
     def compile(self, df: Any) -> None:
+        """Build every worker's operators and the plan, once, before the first run."""
         nodes = list(df.nodes)
         ops = [instantiate(nodes, w) for w in range(self.workers)]
         plan = Plan.of_operators(nodes, ops[0])
@@ -43,6 +44,7 @@ class LocalEngine:
 
     # -- run -----------------------------------------------------------------
     def run(self, df: Any) -> None:
+        """One step: feed the sessions' pending updates and run until nothing can move."""
         worker = self._worker
         taken = [(s, s.take_pending()) for s in df.sessions]
         worker.begin()

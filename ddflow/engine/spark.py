@@ -233,6 +233,7 @@ class SparkEngine(BSPEngine):
     # -- session ---------------------------------------------------------------
     @property
     def spark(self) -> Any:
+        """The SparkSession, made for `master` on first use when none was given."""
         if self._spark is None:
             self._spark = make_session(self.master)
         return self._spark
