@@ -60,10 +60,11 @@ def _fields(raw: str) -> list[str]:
 
 
 def _read(path: str | Path) -> tuple[list[str], str]:
-    """`(lines, name)` of a file; an unreadable file is an `InputFormatError` too."""
+    """`(lines, name)` of a UTF-8 file (whatever the locale says); an unreadable file,
+    or a path the OS refuses (a NUL byte in it), is an `InputFormatError` too."""
     try:
-        return Path(path).read_text().splitlines(), str(path)
-    except (OSError, UnicodeDecodeError) as exc:
+        return Path(path).read_text(encoding="utf-8").splitlines(), str(path)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise InputFormatError(f"cannot read the file ({reason})", path=str(path)) from exc
 
@@ -153,7 +154,7 @@ def load_graph(edges_path: str | Path, changes_path: str | Path | None = None,
     edges = [tuple(kind(t) for t in f) for *_, f in e_rows]
     nodes = {kind(t) for t in tokens}
     root_list = [kind(r) for r in roots]
-    absent = [r for r in root_list if r not in nodes]
+    absent = list(dict.fromkeys(r for r in root_list if r not in nodes))
     if absent:
         which = (f"the root {absent[0]!r} (--roots) is in no edge" if len(absent) == 1
                  else f"the roots {', '.join(map(repr, absent))} (--roots) are in no edge")

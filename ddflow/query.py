@@ -188,7 +188,11 @@ def parse(rule: str) -> Rule:
                 return Term(f"_{fresh[0] - 1}", None, tok.pos)
             return Term(tok.text, None, tok.pos)
         if tok.kind == "int":
-            return Term(None, int(tok.text), tok.pos)
+            try:
+                return Term(None, int(tok.text), tok.pos)
+            except ValueError:      # more digits than Python converts (sys.int_info)
+                raise QueryError(f"the number has {len(tok.text.lstrip('-')):,} digits, "
+                                 "more than Python converts", rule, tok.pos) from None
         if tok.kind == "str":
             body = tok.text[1:-1]
             return Term(None, re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)),
