@@ -75,7 +75,7 @@ def _content(line: st.SearchStrategy[str]) -> st.SearchStrategy[bytes]:
     return _rarely(encoded, st.one_of(damaged, st.binary(max_size=40)))
 
 
-_FUZZ = settings(max_examples=120, suppress_health_check=[HealthCheck.function_scoped_fixture])
+_FUZZ = settings(max_examples=80, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def _write(folder: Path, name: str, data: bytes) -> str:
