@@ -8,7 +8,7 @@ algorithms of `ddflow run`), `ddflow.io` (reading files, all-or-nothing) and
 * `ddflow demo`: incremental reachability, BFS and triangles on a generated graph,
   a progress bar over epochs, a summary table, and one line stating agreement with
   networkx.
-* `ddflow run ALGORITHM --edges FILE [--changes FILE] [--roots ...] [--engine ...]`:
+* `ddflow run ALGORITHM --edges FILE [--changes FILE] [--roots NODE[,NODE...]] [--engine ...]`:
   one algorithm on an edge list, then on each epoch of a change stream; prints the
   changes of the output per epoch.  Input files are parsed and checked whole first,
   so a malformed line is reported (file, line, what was expected; exit status 2)
