@@ -87,7 +87,10 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> _Parser:
     p = _Parser(
         prog="ddflow",
-        description="Differential dataflow in Python, over partially ordered time.")
+        description="Differential dataflow in Python, over partially ordered time.",
+        epilog="exit status: 0 success, 1 the demo disagrees with its oracle, 2 bad "
+               "arguments or input or an engine that cannot start, 141 the reader of "
+               "the output went away")
     p.add_argument("--version", action="version", version=f"ddflow {ddflow.__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     demo = sub.add_parser("demo", help="incremental graph analytics on a generated graph, "
