@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from ddflow.errors import (BatchError, CompactionError, ConvergenceError, DataError,
-                           DataflowError, DiffError, EngineUnavailableError, GraphError,
-                           SessionClosedError, TimeError, UserFunctionError)
+                           DataflowError, DataflowWarning, DiffError, EngineUnavailableError,
+                           GraphError, NotFinalError, SessionClosedError, StalledRunWarning,
+                           TimeError, UserFunctionError)
 
 __version__ = "0.1.0"
 
@@ -35,7 +36,8 @@ _LAZY = {
 __all__ = sorted(list(_LAZY) + [
     "DataflowError", "TimeError", "DataError", "DiffError", "CompactionError", "BatchError",
     "SessionClosedError", "GraphError", "UserFunctionError", "ConvergenceError",
-    "EngineUnavailableError", "__version__"])
+    "EngineUnavailableError", "NotFinalError", "DataflowWarning", "StalledRunWarning",
+    "__version__"])
 
 
 #: Modules that register parts of the front door on `Dataflow` when imported (its
