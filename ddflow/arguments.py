@@ -25,7 +25,7 @@ def positive_int(value: Any, what: str, operator: str | None = None) -> int:
     ...
     ddflow.errors.GraphError: max_rounds must be a positive int, not '10' (str); operator: iterate
     """
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 1:
         return int(value)
     raise GraphError(f"{what} must be a positive int, not {value!r} ({type(value).__name__})",
                      operator=operator)

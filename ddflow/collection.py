@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable
 
 from ddflow import arguments
 from ddflow.dataflow import Capture, CaptureOp, Node, Scope
-from ddflow.errors import GraphError
+from ddflow.errors import DataflowError, GraphError, UserFunctionError
 from operators.arrange import Arrange
 from operators.distinct_trace import DistinctTrace
 from operators.iterate import Enter, EnterAt, Feedback, Leave
@@ -268,7 +268,13 @@ class Collection:
         with self.dataflow._building():
             scope = Scope(self.dataflow, self.scope, name, max_rounds, on_limit)
             variable = Variable(scope, self.enter(scope), name=name)
-            result = logic(variable.collection)
+            try:
+                result = logic(variable.collection)
+            except DataflowError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - user code, run while building
+                raise UserFunctionError(f"the logic of {name} raised {type(exc).__name__}: "
+                                        f"{exc}", operator=name) from exc
             if not isinstance(result, Collection) or result.scope is not scope:
                 raise GraphError(f"the logic of {name} must return a collection of its own "
                                  "scope (enter outer collections with .enter(inner.scope))",

@@ -98,10 +98,9 @@ class Node:
 
     @property
     def blame(self) -> str:
-        """The name errors give this node: an arrangement goes by its readers'."""
-        if not self.users:
-            return self.name
-        return f"{'/'.join(self.users)} (its {self.name})"
+        """The name errors give this node: an arrangement goes by its readers'
+        (the operators the user called), the node's own name otherwise."""
+        return "/".join(self.users) if self.users else self.name
 
 
 class InputSession:
