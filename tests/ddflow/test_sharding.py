@@ -14,6 +14,7 @@ import sys
 from collections import namedtuple
 
 import pytest
+from hypothesis import given, strategies as st
 
 import ddflow
 from ddflow.engine.bsp import InProcessShards
@@ -45,6 +46,37 @@ def test_equal_values_encode_alike(group):
     assert all(v == group[0] for v in group)
     assert len({canonical_bytes(v) for v in group}) == 1
     assert len({shard_of(v, 7) for v in group}) == 1
+
+
+# Plain values, and for each an equal one of other types: ints as floats, bools or
+# Fractions, tuples as namedtuples, strs as a str subclass.
+_PLAIN = st.recursive(
+    st.integers(-3, 3) | st.text("ab", max_size=2) | st.none(),
+    lambda inner: st.lists(inner, max_size=3).map(tuple), max_leaves=8)
+
+
+@st.composite
+def _variant(draw, x):
+    if type(x) is int:
+        options = [x, float(x), fractions.Fraction(x)] + ([bool(x)] if x in (0, 1) else [])
+        options += [-0.0] if x == 0 else []
+        return draw(st.sampled_from(options))
+    if type(x) is str:
+        return draw(st.sampled_from([x, Name(x)]))
+    if type(x) is tuple:
+        parts = tuple(draw(_variant(e)) for e in x)
+        if len(x) == 2 and draw(st.booleans()):
+            return P(*parts)
+        return parts
+    return x
+
+
+@given(st.data(), _PLAIN)
+def test_equal_values_of_any_types_share_a_shard(data, x):
+    y = data.draw(_variant(x))
+    assert x == y
+    assert canonical_bytes(x) == canonical_bytes(y)
+    assert shard_of(x, 5) == shard_of(y, 5)
 
 
 def test_unequal_values_mostly_do_not_share_a_shard():
