@@ -60,6 +60,9 @@ class Reduce(Operator):
         super().__init__(name)
         self.source = source
         self.logic = logic
+        # A user's logic has its result checked (shape, diffs, hashable outputs);
+        # the built-in ones below are known to return (output, int) pairs.
+        self._check_result = logic not in _BUILT_IN
         self._rid = source.register_reader()
         self.out_trace = Trace()
         # key -> times to evaluate; time -> keys pending there (the index that lets a
@@ -175,7 +178,8 @@ class Reduce(Operator):
                     result = self.logic(key, vals)
                 except Exception as exc:  # noqa: BLE001 - user code
                     raise self.user_error(exc, (key, vals), u, what="reduce logic") from exc
-                for pair in self._pairs(result, key, vals, u):
+                for pair in (self._pairs(result, key, vals, u) if self._check_result
+                             else result):
                     o, r = pair
                     if r:
                         desired[o] = desired.get(o, 0) + r
@@ -260,3 +264,6 @@ def distinct_logic(key: Any, vals: list) -> list:
     negative included; this one follows the seeds and drops negative counts.
     """
     return [((), 1)] if sum(c for _v, c in vals) > 0 else []
+
+
+_BUILT_IN = (count_logic, sum_logic, min_logic, max_logic, distinct_logic)
