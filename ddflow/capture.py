@@ -218,7 +218,8 @@ class Capture:
         `Accumulation`); iterated in no promised order.
         """
         time = self._check_time(time)
-        if not partial and not self.is_final(time):
+        final = not self.frontier.less_equal(time)
+        if not (final or partial):
             raise self._not_final(time)
         self._sync()
         c = self._since
@@ -226,7 +227,7 @@ class Capture:
             result = self._from_checkpoint(time)
         else:
             result = self._scan(time)  # not in advance of the checkpoint, or none yet
-        if (c is None or (c != time and less_equal(c, time))) and self.is_final(time):
+        if (c is None or (c != time and less_equal(c, time))) and final:
             self._advance_checkpoint(time, result)
         return result
 
