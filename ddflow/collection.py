@@ -331,14 +331,17 @@ class Arranged:
         self.collection._same_scope(other, what)
         if isinstance(other, Collection):
             return other._arrange(by_self, None, user=what)
-        if other.by_self != by_self:
-            raise GraphError(f"{what} needs the other side arranged "
-                             f"{'by self' if by_self else 'by key'}", operator=what)
-        if what not in other.node.users:
-            other.node.users.append(what)
+        other._read_by(what)
         return other
 
+    def _read_by(self, what: str) -> None:
+        """Note that operator `what` reads this arrangement: errors about its records
+        name the operators the user called."""
+        if what not in self.node.users:
+            self.node.users.append(what)
+
     def _join(self, other: Arranged, kind: str, logic: Any, name: str) -> Collection:
+        self._read_by(name)
         left = self
         node = Node(self.dataflow, self.scope, name, "join", [left.node, other.node],
                     lambda w, ops: JoinCore(ops(left.node), ops(other.node), kind, logic,
@@ -366,6 +369,7 @@ class Arranged:
 
     def reduce(self, logic: Callable, name: str | None = None) -> Collection:
         arguments.function(logic, "logic", name or "reduce")
+        self._read_by(name or "reduce")
         source = self
         node = Node(self.dataflow, self.scope, name or "reduce", "reduce", [self.node],
                     lambda w, ops: red.Reduce(ops(source.node), logic, node.name))
@@ -453,6 +457,7 @@ for _cls in (Collection, Arranged):
     for _name, _method in list(vars(_cls).items()):
         if not _name.startswith("_") and callable(_method):
             setattr(_cls, _name, _builder(_method))
+del _cls, _name, _method
 Variable.set = _builder(Variable.set)               # type: ignore[method-assign]
 
 

@@ -346,7 +346,7 @@ class Dataflow:
         """Undo every node added inside the block if it raises: a failed build call
         (a bad argument found after an arrangement was made, a failing `iterate`
         body) leaves the graph exactly as it was.  Every builder of the fluent API
-        runs inside one (`ddflow.collection.builder`); nested blocks leave the undo
+        runs inside one (`ddflow.collection._builder`); nested blocks leave the undo
         to the outermost."""
         if self._arrangement_log is not None:
             yield

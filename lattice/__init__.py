@@ -202,7 +202,6 @@ def as_time(t: Any) -> Any:
     returned as it is.  Called where times enter (input sessions, reads), so that the
     hot loops only ever meet plain ints.  `bool` stays a bool (it is not a time).
 
-    >>> import fractions, numbers
     >>> class Tick(int): pass
     >>> as_time(Tick(3)), type(as_time(Tick(3))), as_time(Product(Tick(1), 2)), as_time(True)
     (3, <class 'int'>, Product(1, 2), True)
