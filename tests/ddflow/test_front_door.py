@@ -385,3 +385,19 @@ def test_discard_with_a_diff_takes_only_the_exact_updates():
     assert s.discard("a", 0, -1) == [("a", 0, -1)]
     assert s.discard("a", 1) == [] and s.discard("zzz") == []
     assert s.discard("a") == [("a", 0, 2)] and s.pending == [("b", 0, 1)]
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda c: c.child(max_rounds="3"), "max_rounds must be a positive int"),
+    (lambda c: c.child(max_rounds=0), "not 0"),
+    (lambda c: c.run("3"), "run(ticks) takes a number of ticks"),
+    (lambda c: c.run(-1), "not -1"),
+])
+def test_circuit_numeric_arguments_are_checked(call, says):
+    from ddflow.circuit import Circuit
+    circuit = Circuit("calc")
+    with pytest.raises(GraphError) as err:
+        call(circuit)
+    assert says in str(err.value) and circuit.nodes == []
+    circuit.run(Tick(2))
+    assert circuit.time == 2
