@@ -300,6 +300,25 @@ case("filter_no_function", lambda s: s.words.filter(True), GraphError,
      ("filter needs a function",), {"operator": "filter"}, moment="build")
 case("flat_map_no_function", lambda s: s.words.flat_map([1, 2]), GraphError,
      ("flat_map needs a function",), {"operator": "flat_map"}, moment="build")
+case("explode_no_function", lambda s: s.words.explode(5), GraphError,
+     ("explode needs a function",), {"operator": "explode"}, moment="build")
+case("join_function_no_function", lambda s: s.words.join_function(None), GraphError,
+     ("join_function needs a function",), {"operator": "join_function"}, moment="build")
+case("delay_no_function", lambda s: s.words.delay("t + 1"), GraphError,
+     ("delay needs a function",), {"operator": "delay"}, moment="build")
+case("inspect_on_frontier_not_callable", lambda s: s.words.inspect(print, on_frontier=3),
+     GraphError, ("inspect needs a function as on_frontier",), {"operator": "inspect"},
+     moment="build")
+case("concat_an_int", lambda s: s.words.concat(s.edges, 5), GraphError,
+     ("concat needs a collection, got 5",), {"operator": "concat"}, moment="build")
+case("join_core_logic_not_callable", lambda s: s.pairs.join_core(s.pairs, 5), GraphError,
+     ("join_core needs a function",), {"operator": "join_core"}, moment="build")
+case("arrange_name_not_a_str", lambda s: s.pairs.arrange_by_key(name=("a",)), GraphError,
+     ("name must be a str",), {"operator": "arrange"}, moment="build")
+case("enter_at_round_not_callable",
+     lambda s: s.words.iterate(lambda x: s.words.enter_at(x.scope, 3).concat(x)),
+     GraphError, ("enter_at needs a function as round_of",), {"operator": "enter_at"},
+     moment="build")
 case("reduce_not_callable", lambda s: s.edges.reduce("sum"), GraphError,
      ("reduce needs a function",), {"operator": "reduce"}, moment="build")
 case("threshold_not_callable", lambda s: s.words.threshold(2), GraphError,
