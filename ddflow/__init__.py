@@ -26,7 +26,10 @@ attribute of this package, `except ddflow.DataflowError:` catches every one):
 
     DataflowError, TimeError, DataError, DiffError, CompactionError, BatchError,
     SessionClosedError, GraphError, UserFunctionError, ConvergenceError,
-    ProgressError, EngineUnavailableError
+    ProgressError, EngineUnavailableError, NotFinalError
+
+and the warnings `DataflowWarning` and its `StalledRunWarning` (a `run()` whose inputs
+have pending updates but did not move).
 """
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ from bisect import bisect_left, bisect_right
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Sequence
 
-from lattice import Antichain, DataflowError, less_equal, sort_key
+from lattice import Antichain, DataflowError, as_time, less_equal, same_lattice, sort_key
+from ddflow.errors import NotFinalError, TimeError
 from ddflow.updates import (accumulate, consolidate, fallback_key, sort_updates_ordered,
                             sorted_data)
 from operators.base import Operator
@@ -208,18 +209,26 @@ class Capture:
         f = self.dataflow.engine.frontier(self.node)
         return f[0] if f else Antichain([self.node.scope.minimum])
 
-    def at(self, time: Any) -> Accumulation:
+    def at(self, time: Any, *, partial: bool = False) -> Accumulation:
         """The accumulated collection at `time`: `{data: multiplicity}` (zeros dropped).
 
-        Printed in data order (see `Accumulation`); iterated in no promised order.
+        `time` must be final (`is_final(time)`): otherwise some input may still change
+        the answer, and a `NotFinalError` says which inputs to `advance_to` past
+        `time` before the next `run()`.  `partial=True` reads what has arrived so
+        far instead, on purpose (it may change).  Printed in data order (see
+        `Accumulation`); iterated in no promised order.
         """
+        time = self._check_time(time)
+        final = not self.frontier.less_equal(time)
+        if not (final or partial):
+            raise self._not_final(time)
         self._sync()
         c = self._since
         if c is not None and less_equal(c, time):
             result = self._from_checkpoint(time)
         else:
             result = self._scan(time)  # not in advance of the checkpoint, or none yet
-        if (c is None or (c != time and less_equal(c, time))) and self.is_final(time):
+        if (c is None or (c != time and less_equal(c, time))) and final:
             self._advance_checkpoint(time, result)
         return result
 
@@ -235,7 +244,33 @@ class Capture:
 
     def is_final(self, time: Any) -> bool:
         """Whether the accumulation at `time` can no longer change."""
-        return not self.frontier.less_equal(time)
+        return not self.frontier.less_equal(self._check_time(time))
+
+    def _check_time(self, time: Any) -> Any:
+        time = as_time(time)
+        if not same_lattice(time, self.node.scope.minimum):
+            raise TimeError(f"{time!r} is not a time of this capture (its times look like "
+                            f"{self.node.scope.minimum!r})", operator=self.node.name,
+                            time=time)
+        return time
+
+    def _not_final(self, time: Any) -> NotFinalError:
+        """The error for a read at `time` that is not final: it names the inputs
+        upstream of this capture whose frontier has not passed `time`."""
+        outer = time
+        for _ in range(self.node.scope.depth):
+            outer = outer[0]            # a loop's time: Product(outer time, round)
+        upstream = _upstream(self.node)
+        holding = [s.name for s in self.dataflow.sessions
+                   if id(s.node) in upstream and not s.closed and less_equal(s.time, outer)]
+        if holding:
+            how = (f"advance_to() a time past {outer!r} (or close()) on "
+                   f"{', '.join(map(repr, holding))}, then run()")
+        else:
+            how = "run() the dataflow (the inputs have moved past it since the last run)"
+        return NotFinalError(f"the answer at {time!r} is not final yet: {how}; "
+                             "at(time, partial=True) reads the partial answer",
+                             operator=self.node.name, time=time)
 
     def __repr__(self) -> str:
         self._sync()
@@ -434,6 +469,19 @@ class Capture:
                      "the zero keys of acc are not the ones listed")
             recent = {(d, t): r for d, t, r in entries if not less_equal(t, c)}
             _require(self._recent == recent, "recent differs from the updates not <= c")
+
+
+def _upstream(node: Any) -> set[int]:
+    """The ids of the nodes `node` reads from, directly or not."""
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        for p in n.inputs:
+            if id(p) not in seen:
+                seen.add(id(p))
+                stack.append(p)
+    return seen
 
 
 def _require(ok: bool, what: str) -> None:

@@ -16,11 +16,13 @@ records.  Families and their laws live in `operators/`; this module only wires t
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Any, Callable, Iterable
 
+from ddflow import arguments
 from ddflow.dataflow import Capture, CaptureOp, Node, Scope
-from ddflow.errors import GraphError
+from ddflow.errors import DataflowError, GraphError, UserFunctionError
 from operators.arrange import Arrange
 from operators.distinct_trace import DistinctTrace
 from operators.iterate import Enter, EnterAt, Feedback, Leave
@@ -62,6 +64,8 @@ class Collection:
     def _linear(self, kind: str, fn: Any, name: str | None, *extra: Any) -> Collection:
         if kind != "negate" and not callable(fn):
             raise GraphError(f"{kind} needs a function, got {fn!r}", operator=kind)
+        if extra and extra[0] is not None:
+            arguments.function(extra[0], "on_frontier", kind)
         node = Node(self.dataflow, self.scope, name or kind, "linear", [self.node],
                     lambda w, ops: Linear(node.stages, node.name))
         node.stages = [(kind, fn, *extra)]
@@ -129,68 +133,85 @@ class Collection:
         """Index records by themselves (values `()`), for semijoins and counting."""
         return self._arrange(True, name)
 
-    def _arrange(self, by_self: bool, name: str | None) -> Arranged:
+    def _arrange(self, by_self: bool, name: str | None, user: str | None = None) -> Arranged:
         if by_self not in self._arranged:
             label = name or ("arrange_by_self" if by_self else "arrange_by_key")
             node = Node(self.dataflow, self.scope, label, "arrange", [self.node],
-                        lambda w, ops: Arrange(by_self, node.name),
+                        lambda w, ops: Arrange(by_self, node.name, users=tuple(node.users)),
                         exchange=_self_key if by_self else _pair_key)
             self._arranged[by_self] = Arranged(self, node, by_self)
             if self.dataflow._arrangement_log is not None:
                 self.dataflow._arrangement_log.append((self, by_self))
-        return self._arranged[by_self]
+        arranged = self._arranged[by_self]
+        if user is not None and user not in arranged.node.users:
+            # Errors about its records name the operators the user called, not it.
+            arranged.node.users.append(user)
+        return arranged
+
+    def _keyed(self, what: str) -> Arranged:
+        """The arrangement by key that `what` (join, reduce, min ...) reads."""
+        return self._arrange(False, None, user=what)
 
     def join(self, other: Collection | Arranged, name: str | None = None) -> Collection:
         """`(k, a)` and `(k, b)` give `(k, (a, b))` at the join of their times."""
-        return self.arrange_by_key().join(other, name=name)
+        self._same_scope(other, "join")
+        return self._keyed(name or "join").join(other, name=name)
 
     def join_map(self, other: Collection | Arranged, logic: Callable[[Any, Any, Any], Any],
                  name: str | None = None) -> Collection:
         """`(k, a)` and `(k, b)` give `logic(k, a, b)`."""
-        return self.arrange_by_key().join_map(other, logic, name=name)
+        self._same_scope(other, "join_map")
+        arguments.function(logic, "logic", "join_map")
+        return self._keyed(name or "join_map").join_map(other, logic, name=name)
 
     def join_core(self, other: Collection | Arranged,
                   logic: Callable[[Any, Any, Any], Iterable], name: str | None = None) -> Collection:
         """`(k, a)` and `(k, b)` give every element of `logic(k, a, b)`."""
-        return self.arrange_by_key().join_core(other, logic, name=name)
+        self._same_scope(other, "join_core")
+        arguments.function(logic, "logic", "join_core")
+        return self._keyed(name or "join_core").join_core(other, logic, name=name)
 
     def semijoin(self, keys: Collection | Arranged, name: str | None = None) -> Collection:
         """The `(k, v)` records whose key is in `keys` (multiplicities multiply:
         `keys` should be distinct)."""
-        return self.arrange_by_key().semijoin(keys, name=name)
+        self._same_scope(keys, "semijoin")
+        return self._keyed(name or "semijoin").semijoin(keys, name=name)
 
     def antijoin(self, keys: Collection | Arranged, name: str | None = None) -> Collection:
         """The `(k, v)` records whose key is not in `keys` (`keys` should be distinct)."""
-        return self.concat(self.semijoin(keys).negate(), name=name or "antijoin")
+        self._same_scope(keys, "antijoin")
+        label = name or "antijoin"
+        return self.concat(self.semijoin(keys, name=label).negate(), name=label)
 
     # -- reduce family ------------------------------------------------------------
     def reduce(self, logic: Callable[[Any, list], Iterable[tuple]],
                name: str | None = None) -> Collection:
         """Per key, `logic(key, [(value, count)])` gives `[(output, diff)]`; records
         `(key, output)` result."""
-        if not callable(logic):
-            raise GraphError(f"reduce needs a function, got {logic!r}", operator="reduce")
-        return self.arrange_by_key().reduce(logic, name=name)
+        arguments.function(logic, "logic", "reduce")
+        return self._keyed(name or "reduce").reduce(logic, name=name)
 
     def count(self, name: str | None = None) -> Collection:
         """`(x, n)` for each record `x` present `n` times (`map(key).count()` counts keys)."""
-        return self.arrange_by_self().reduce(red.count_logic, name=name or "count")
+        return self._arrange(True, None, name or "count").reduce(red.count_logic,
+                                                                 name=name or "count")
 
     def sum(self, name: str | None = None) -> Collection:
         """`(k, s)` with `s` the sum of the values of key `k`, times their counts."""
-        return self.arrange_by_key().reduce(red.sum_logic, name=name or "sum")
+        return self._keyed(name or "sum").reduce(red.sum_logic, name=name or "sum")
 
     def min(self, name: str | None = None) -> Collection:
         """`(k, v)` with `v` the least value of key `k`."""
-        return self.arrange_by_key().reduce(red.min_logic, name=name or "min")
+        return self._keyed(name or "min").reduce(red.min_logic, name=name or "min")
 
     def max(self, name: str | None = None) -> Collection:
         """`(k, v)` with `v` the greatest value of key `k`."""
-        return self.arrange_by_key().reduce(red.max_logic, name=name or "max")
+        return self._keyed(name or "max").reduce(red.max_logic, name=name or "max")
 
     def distinct(self, name: str | None = None) -> Collection:
         """Each record once if its count is positive (see `operators.reduce.distinct_logic`)."""
-        out = self.arrange_by_self().reduce(red.distinct_logic, name=name or "distinct")
+        out = self._arrange(True, None, name or "distinct").reduce(red.distinct_logic,
+                                                                   name=name or "distinct")
         return out.map(_pair_key, name="distinct.key")
 
     def distinct_trace(self, name: str | None = None) -> Collection:
@@ -205,13 +226,15 @@ class Collection:
 
     def threshold(self, f: Callable[[Any], Any], name: str | None = None) -> Collection:
         """Each record `x` with count `n` appears `f(n)` times."""
-        out = self.arrange_by_self().reduce(red.threshold_logic(f), name=name or "threshold")
+        arguments.function(f, "f", "threshold")
+        out = self._arrange(True, None, name or "threshold").reduce(red.threshold_logic(f),
+                                                                    name=name or "threshold")
         return out.map(_pair_key, name="threshold.key")
 
     # -- scopes and loops ----------------------------------------------------------
     def enter(self, scope: Scope, name: str | None = None) -> Collection:
         """This collection inside a nested `scope`, at round 0 of every outer time."""
-        chain = _scope_chain(self.scope, scope)
+        chain = _scope_chain(self.scope, scope, "enter")
         node = self.node
         for inner in chain:
             node = Node(self.dataflow, inner, name or "enter", "enter", [node],
@@ -221,7 +244,8 @@ class Collection:
     def enter_at(self, scope: Scope, round_of: Callable[[Any], int],
                  name: str | None = None) -> Collection:
         """Like `enter`, each record entering at round `round_of(record)`."""
-        chain = _scope_chain(self.scope, scope)
+        chain = _scope_chain(self.scope, scope, "enter_at")
+        arguments.function(round_of, "round_of", "enter_at")
         if len(chain) != 1:
             raise GraphError("enter_at enters exactly one level: enter the outer scopes first")
         node = Node(self.dataflow, scope, name or "enter_at", "enter", [self.node],
@@ -246,13 +270,19 @@ class Collection:
         round `max_rounds` raises `ConvergenceError`, or with `on_limit="truncate"`
         stops there and returns what it has.
         """
-        if on_limit not in ("raise", "truncate"):
-            raise GraphError(f"on_limit must be 'raise' or 'truncate', not {on_limit!r}")
+        arguments.function(logic, "logic", "iterate")
+        arguments.name(name, "iterate")
         name = name or f"iterate{next(_counter)}"
         with self.dataflow._building():
             scope = Scope(self.dataflow, self.scope, name, max_rounds, on_limit)
             variable = Variable(scope, self.enter(scope), name=name)
-            result = logic(variable.collection)
+            try:
+                result = logic(variable.collection)
+            except DataflowError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - user code, run while building
+                raise UserFunctionError(f"the logic of {name} raised {type(exc).__name__}: "
+                                        f"{exc}", operator=name) from exc
             if not isinstance(result, Collection) or result.scope is not scope:
                 raise GraphError(f"the logic of {name} must return a collection of its own "
                                  "scope (enter outer collections with .enter(inner.scope))",
@@ -271,6 +301,9 @@ class Collection:
         serves every engine (an `inspect` callback runs in the operator, which on the
         BSP engines is a copy living elsewhere).
         """
+        if type(in_loop) is not bool:
+            raise GraphError(f"in_loop must be True or False, not {in_loop!r}",
+                             operator="capture")
         if self.scope.parent is not None and not in_loop:
             raise GraphError("capture() a collection of the root scope: leave() the loop "
                              "first, or capture(in_loop=True) to record its rounds")
@@ -284,6 +317,9 @@ class Collection:
     def _same_scope(self, other: Any, what: str) -> None:
         if not isinstance(other, (Collection, Arranged)):
             raise GraphError(f"{what} needs a collection, got {other!r}", operator=what)
+        if other.dataflow is not self.dataflow:
+            raise GraphError(f"{what}: the collections belong to different dataflows; "
+                             "build both from the same Dataflow", operator=what)
         if other.scope is not self.scope:
             raise GraphError(f"{what}: collections of different scopes ({self.scope.name} and "
                              f"{other.scope.name}); enter() the outer one first", operator=what)
@@ -299,13 +335,21 @@ class Arranged:
         self.scope = collection.scope
         self.dataflow = collection.dataflow
 
-    def _other(self, other: Collection | Arranged, by_self: bool = False) -> Arranged:
-        self.collection._same_scope(other, "join")
+    def _other(self, other: Collection | Arranged, what: str, by_self: bool = False) -> Arranged:
+        self.collection._same_scope(other, what)
         if isinstance(other, Collection):
-            return other.arrange_by_self() if by_self else other.arrange_by_key()
+            return other._arrange(by_self, None, user=what)
+        other._read_by(what)
         return other
 
+    def _read_by(self, what: str) -> None:
+        """Note that operator `what` reads this arrangement: errors about its records
+        name the operators the user called."""
+        if what not in self.node.users:
+            self.node.users.append(what)
+
     def _join(self, other: Arranged, kind: str, logic: Any, name: str) -> Collection:
+        self._read_by(name)
         left = self
         node = Node(self.dataflow, self.scope, name, "join", [left.node, other.node],
                     lambda w, ops: JoinCore(ops(left.node), ops(other.node), kind, logic,
@@ -314,24 +358,31 @@ class Arranged:
 
     def join(self, other: Collection | Arranged, name: str | None = None) -> Collection:
         """`Collection.join` against this arrangement: `(k, (a, b))` per match."""
-        return self._join(self._other(other), "join", None, name or "join")
+        return self._join(self._other(other, name or "join"), "join", None, name or "join")
 
     def join_map(self, other: Collection | Arranged, logic: Callable, name: str | None = None
                  ) -> Collection:
         """`Collection.join_map` against this arrangement: `logic(k, a, b)` per match."""
-        return self._join(self._other(other), "map", logic, name or "join_map")
+        arguments.function(logic, "logic", "join_map")
+        return self._join(self._other(other, name or "join_map"), "map", logic,
+                          name or "join_map")
 
     def join_core(self, other: Collection | Arranged, logic: Callable,
                   name: str | None = None) -> Collection:
         """`Collection.join_core` against this arrangement: `logic(k, a, b)` yields records."""
-        return self._join(self._other(other), "core", logic, name or "join_core")
+        arguments.function(logic, "logic", "join_core")
+        return self._join(self._other(other, name or "join_core"), "core", logic,
+                          name or "join_core")
 
     def semijoin(self, keys: Collection | Arranged, name: str | None = None) -> Collection:
         """The records of this arrangement whose key is present in `keys`."""
-        return self._join(self._other(keys, by_self=True), "semijoin", None, name or "semijoin")
+        return self._join(self._other(keys, name or "semijoin", by_self=True), "semijoin",
+                          None, name or "semijoin")
 
     def reduce(self, logic: Callable, name: str | None = None) -> Collection:
         """`Collection.reduce` reading this arrangement's trace."""
+        arguments.function(logic, "logic", name or "reduce")
+        self._read_by(name or "reduce")
         source = self
         node = Node(self.dataflow, self.scope, name or "reduce", "reduce", [self.node],
                     lambda w, ops: red.Reduce(ops(source.node), logic, node.name))
@@ -357,18 +408,25 @@ class Variable:
 
     def __init__(self, scope: Scope, source: Collection | None = None,
                  name: str | None = None) -> None:
-        if scope.parent is None:
-            raise GraphError("a Variable lives in a loop scope, not the root")
+        if not isinstance(scope, Scope) or scope.parent is None:
+            raise GraphError(f"a Variable lives in a loop scope, not {scope!r}")
         if source is not None and source.scope is not scope:
             raise GraphError("the source of a Variable must be in its scope (enter it)")
         label = name or f"variable{next(_counter)}"
         self.scope = scope
         self.source = source
-        self.node = Node(scope.dataflow, scope, label, "feedback", [],
-                         lambda w, ops: Feedback(scope.max_rounds, scope.on_limit, label))
-        fed = Collection(self.node)
-        self.collection = source.concat(fed, name=f"{label}.concat") if source is not None else fed
+        with scope.dataflow._building():
+            self.node = Node(scope.dataflow, scope, label, "feedback", [],
+                             lambda w, ops: Feedback(scope.max_rounds, scope.on_limit, label))
+            fed = Collection(self.node)
+            self.collection = (source.concat(fed, name=f"{label}.concat")
+                               if source is not None else fed)
         self._set = False
+
+    @property
+    def dataflow(self) -> Any:
+        """The `Dataflow` the loop belongs to."""
+        return self.scope.dataflow
 
     def set(self, result: Collection) -> Collection:
         """Close the loop: `result` at round `r` becomes the variable at round `r + 1`."""
@@ -384,16 +442,41 @@ class Variable:
         return result
 
 
-def _scope_chain(outer: Scope, inner: Scope) -> list[Scope]:
+def _scope_chain(outer: Scope, inner: Scope, what: str) -> list[Scope]:
     """The scopes from just inside `outer` down to `inner`."""
+    if not isinstance(inner, Scope):
+        raise GraphError(f"{what} needs a loop's scope (the .scope of a collection inside "
+                         f"an iterate, or of a Variable), got {inner!r}", operator=what)
+    if inner.dataflow is not outer.dataflow:
+        raise GraphError(f"{what}: the scope belongs to a different dataflow", operator=what)
     chain = []
     s: Scope | None = inner
     while s is not None and s is not outer:
         chain.append(s)
         s = s.parent
     if s is None:
-        raise GraphError(f"cannot enter scope {inner.name} from {outer.name}: not nested in it")
+        raise GraphError(f"cannot enter scope {inner.name} from {outer.name}: not nested in it",
+                         operator=what)
     return list(reversed(chain))
+
+
+def _builder(method: Callable) -> Callable:
+    """Run a build call inside `Dataflow._building`: if it raises, every node it made
+    is taken out again, so a failed call leaves the graph exactly as it was."""
+    @functools.wraps(method)
+    def build(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self.dataflow._building():
+            return method(self, *args, **kwargs)
+    return build
+
+
+# Every public method of these classes builds: one guard for all of them.
+for _cls in (Collection, Arranged):
+    for _name, _method in list(vars(_cls).items()):
+        if not _name.startswith("_") and callable(_method):
+            setattr(_cls, _name, _builder(_method))
+del _cls, _name, _method
+Variable.set = _builder(Variable.set)               # type: ignore[method-assign]
 
 
 # `Dataflow.new_collection` hands out this type; the front door cannot import it.

@@ -29,15 +29,19 @@ offending input and run again.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from lattice import Antichain, Product, less_equal, minimum, same_lattice
+from lattice import Antichain, Product, as_time, is_time, less_equal, minimum, same_lattice
+from ddflow import arguments
 from ddflow.capture import Capture, CaptureOp  # noqa: F401 - re-exported: ddflow.dataflow.Capture
 from ddflow.diff import check_diff
-from ddflow.errors import DataError, GraphError, SessionClosedError, TimeError
+from ddflow.errors import (DataError, GraphError, SessionClosedError, StalledRunWarning,
+                           TimeError)
 from operators.base import Operator
 
 EMPTY = Antichain()
+_ANY: Any = object()    # "any value" for the optional filters of `InputSession.discard`
 
 
 class Scope:
@@ -45,6 +49,11 @@ class Scope:
 
     def __init__(self, dataflow: Dataflow, parent: Scope | None, name: str,
                  max_rounds: int | None = None, on_limit: str = "raise") -> None:
+        if max_rounds is not None:
+            max_rounds = arguments.positive_int(max_rounds, "max_rounds", operator=name)
+        if on_limit not in ("raise", "truncate"):
+            raise GraphError(f"on_limit must be 'raise' or 'truncate', not {on_limit!r}",
+                             operator=name)
         self.dataflow = dataflow
         self.parent = parent
         self.name = name
@@ -66,6 +75,7 @@ class Node:
                  inputs: Sequence[Node], factory: Callable[[int, Callable], Operator],
                  exchange: Callable[[Any], Any] | None = None) -> None:
         dataflow._check_building()
+        arguments.name(name, kind)
         self.dataflow = dataflow
         self.id = dataflow._next_id()
         self.scope = scope
@@ -76,12 +86,21 @@ class Node:
         self.exchange = exchange
         self.consumers: list[tuple[Node, int]] = []
         self.stages: list = []
+        #: The operators the user called that read this node (an arrangement made
+        #: for a join or a reduce): errors about its records name them.
+        self.users: list[str] = []
         for port, producer in enumerate(self.inputs):
             producer.consumers.append((self, port))
         dataflow.nodes.append(self)
 
     def __repr__(self) -> str:
         return f"Node({self.id}, {self.name!r})"
+
+    @property
+    def blame(self) -> str:
+        """The name errors give this node: an arrangement goes by its readers'
+        (the operators the user called), the node's own name otherwise."""
+        return "/".join(self.users) if self.users else self.name
 
 
 class InputSession:
@@ -100,6 +119,9 @@ class InputSession:
         self.time = node.scope.minimum
         self.closed = False
         self._pending: list[tuple] = []
+        # The frontier at the last successful run(): a run that finds it unchanged
+        # while updates are pending can process none of them (see Dataflow.run).
+        self._ran_at: Antichain = self.frontier()
 
     def insert(self, data: Any) -> None:
         """Add one copy of `data` at the session's current time (`update(data, 1)`)."""
@@ -133,6 +155,7 @@ class InputSession:
                 self._pending.append((data, time, diff))
                 return
         self._check_open("update_at", data, time)
+        time = as_time(time)
         self._check_time(time, data, "update_at")
         if not less_equal(self.time, time):
             raise TimeError(f"update at {time!r} is not in advance of the session's time "
@@ -143,12 +166,16 @@ class InputSession:
         except TypeError as exc:
             raise DataError(f"data must be hashable ({exc}); use tuples, not lists or dicts",
                             operator=self.name, record=data, time=time) from exc
-        check_diff(diff, operator=self.name, record=data, time=time)
+        diff = check_diff(diff, operator=self.name, record=data, time=time)
         self._pending.append((data, time, diff))
 
     def extend(self, updates: Iterable[tuple]) -> None:
         """Add many `(data, time, diff)` updates; all are checked before any is kept."""
-        updates = list(updates)
+        try:
+            updates = list(updates)
+        except TypeError as exc:
+            raise DataError(f"extend needs an iterable of (data, time, diff) triples, got "
+                            f"{updates!r}", operator=self.name, record=updates) from exc
         saved = len(self._pending)
         try:
             for u in updates:
@@ -163,6 +190,10 @@ class InputSession:
     def insert_dataframe(self, frame: Any, time: str | None = None,
                          diff: str | None = None) -> int:
         """Add the rows of a Spark DataFrame as updates (see `ddflow.engine.spark_io`)."""
+        if not (hasattr(frame, "columns") and hasattr(frame, "toLocalIterator")):
+            raise DataError(f"insert_dataframe needs a Spark DataFrame, got a "
+                            f"{type(frame).__name__} (use extend() for (data, time, diff) "
+                            "triples)", operator=self.name)
         from ddflow.engine.spark_io import feed_dataframe
         return feed_dataframe(self, frame, time=time, diff=diff)
 
@@ -171,6 +202,7 @@ class InputSession:
         complete (outputs there become final) once `run()` has done their work.  Moving
         back raises `TimeError`."""
         self._check_open("advance_to", None, time)
+        time = as_time(time)
         self._check_time(time, None, "advance_to")
         if not less_equal(self.time, time):
             raise TimeError(f"advance_to({time!r}) would move the session back from "
@@ -191,11 +223,26 @@ class InputSession:
         """Updates given since the last successful `run()` (a copy)."""
         return list(self._pending)
 
-    def discard(self, data: Any) -> list[tuple]:
-        """Withdraw the pending updates of `data` (say, the record a failed `run()`
-        named) and return them; the other pending updates stay."""
-        gone = [u for u in self._pending if u[0] == data]
-        self._pending = [u for u in self._pending if u[0] != data]
+    def discard(self, data: Any, time: Any = _ANY, diff: Any = _ANY) -> list[tuple]:
+        """Withdraw the pending updates of `data` and return them; the other pending
+        updates stay.
+
+        Meant for recovering from a failed `run()`, whose error names the record and
+        the time: `discard(err.record, err.time)` withdraws that record's updates at
+        that time only, leaving its updates at other times (which may be fine) in
+        place; give `diff` as well to withdraw only the exact `(data, time, diff)`
+        updates.  Without `time`, every pending update of `data` goes (right when
+        the record itself is bad, say not a pair where a join needs one).
+        """
+        if time is not _ANY:
+            time = as_time(time)
+
+        def hit(u: tuple) -> bool:
+            return (u[0] == data and (time is _ANY or u[1] == time)
+                    and (diff is _ANY or u[2] == diff))
+        gone = [u for u in self._pending if hit(u)]
+        if gone:
+            self._pending = [u for u in self._pending if not hit(u)]
         return gone
 
     def clear(self) -> list[tuple]:
@@ -279,8 +326,9 @@ class Dataflow:
     def __init__(self, time: Any = 0, *, workers: int = 1, engine: Any = None,
                  fuse: bool = True) -> None:
         from ddflow.engine.local import LocalEngine
-        if time is int:
-            time = 0
+        time = _root_time(time)
+        if type(fuse) is not bool:
+            raise GraphError(f"fuse must be True or False, not {fuse!r}")
         self.time = time
         self.nodes: list[Node] = []
         self.sessions: list[InputSession] = []
@@ -289,8 +337,11 @@ class Dataflow:
         self.fuse = fuse
         if engine is None:
             engine = LocalEngine(workers=workers)
-        elif workers != 1:
-            raise GraphError("give workers to the engine, not to Dataflow, when passing an engine")
+        else:
+            _check_engine(engine)
+            if workers != 1:
+                raise GraphError("give workers to the engine, not to Dataflow, when passing "
+                                 "an engine")
         self.engine = engine
         self._ids = 0
         self._compiled = False
@@ -309,19 +360,29 @@ class Dataflow:
 
     @contextlib.contextmanager
     def _building(self) -> Iterator[None]:
-        """Undo every node added inside the block if it raises (a failed build of an
-        `iterate` body leaves no half-wired loop behind)."""
+        """Undo every node added inside the block if it raises: a failed build call
+        (a bad argument found after an arrangement was made, a failing `iterate`
+        body) leaves the graph exactly as it was.  Every builder of the fluent API
+        runs inside one (`ddflow.collection._builder`); nested blocks leave the undo
+        to the outermost."""
+        if self._arrangement_log is not None:
+            yield
+            return
         mark = len(self.nodes)
-        n_captures = len(self.captures)
-        self._arrangement_log: list = []
+        n_captures, n_sessions, ids = len(self.captures), len(self.sessions), self._ids
+        self._arrangement_log = []
         try:
             yield
         except BaseException:
             added = set(map(id, self.nodes[mark:]))
             del self.nodes[mark:]
             del self.captures[n_captures:]
+            del self.sessions[n_sessions:]
+            self._ids = ids
             for node in self.nodes:
                 node.consumers = [(c, p) for c, p in node.consumers if id(c) not in added]
+                if node.kind == "feedback":     # a Variable set inside the block
+                    node.inputs = [p for p in node.inputs if id(p) not in added]
             for collection, by_self in self._arrangement_log:
                 collection._arranged.pop(by_self, None)
             raise
@@ -343,13 +404,29 @@ class Dataflow:
 
         On any error the step is rolled back and the sessions keep their updates, so
         nothing is lost and nothing is half-applied.
+
+        Updates complete only once their input's frontier passes their time.  When
+        an input was given updates but its frontier has not moved since the last
+        run (no `advance_to`, no `close`), none of them can complete: the run warns
+        with a `StalledRunWarning` naming those inputs (and still does the work it
+        can: linear operators pass the updates on, as partial answers).
         """
         if not self._compiled:
             from ddflow.engine.plan import prepare
             prepare(self)
             self.engine.compile(self)
             self._compiled = True
+        stalled = [s for s in self.sessions
+                   if s._pending and not s.closed and s.frontier() == s._ran_at]
         self.engine.run(self)
+        for s in self.sessions:
+            s._ran_at = s.frontier()
+        if stalled:
+            names = ", ".join(f"{s.name!r} (at {s.time!r})" for s in stalled)
+            warnings.warn(StalledRunWarning(
+                f"run(): the updates given to {names} cannot complete, since the input's "
+                "frontier has not moved since the last run(): advance_to() a later time "
+                "(or close()) the input, then run() again"), stacklevel=2)
 
     def step(self) -> None:
         """Alias of `run()`."""
@@ -400,3 +477,33 @@ class Dataflow:
                                  "outer": outer, "round": rnd, "changes": n,
                                  "sample": sample})
         return rows
+
+
+def _root_time(time: Any) -> Any:
+    """The root's least time from `Dataflow(time=...)`: the type `int`, or the least
+    element of a lattice; anything else is a `TimeError` saying what is expected."""
+    if time is int:
+        return 0
+    time = as_time(time)
+    if isinstance(time, type) or not is_time(time):
+        raise TimeError(f"Dataflow(time=...) takes the least time of the root lattice (0, "
+                        f"Product(0, 0), a lattice's minimum()) or the type int, not "
+                        f"{time!r}")
+    least = minimum(time)
+    if least != time:
+        raise TimeError(f"Dataflow(time={time!r}): time is the least time of the root "
+                        f"lattice, here {least!r}; to start later, advance_to({time!r}) "
+                        "the inputs", time=time)
+    return time
+
+
+#: What `Dataflow` calls on its engine (the contract of `ddflow.engine.local`).
+_ENGINE_METHODS = ("compile", "run", "operators", "captured_since", "frontier")
+
+
+def _check_engine(engine: Any) -> None:
+    missing = [m for m in _ENGINE_METHODS if not callable(getattr(engine, m, None))]
+    if missing:
+        raise GraphError(f"engine must be an engine object (LocalEngine(workers=...), "
+                         f"ddflow.engine.bsp.InProcessShards(...), SparkEngine(...)), not "
+                         f"{engine!r}: it has no {', '.join(missing)}")

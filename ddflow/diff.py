@@ -33,6 +33,7 @@ True
 from __future__ import annotations
 
 import abc
+import numbers
 from typing import Any, Iterator, Protocol, TypeVar, runtime_checkable
 
 from ddflow.errors import DiffError
@@ -259,7 +260,7 @@ class VectorSemiring:
 
     def __init__(self, width: int) -> None:
         if type(width) is not int or width < 0:
-            raise ValueError(f"a vector width is a non-negative int, got {width!r}")
+            raise DiffError(f"a vector width is a non-negative int, got {width!r}")
         self.width = width
 
     def zero(self) -> DiffVector:
@@ -303,7 +304,8 @@ def is_diff(d: Any) -> bool:
 
 def check_diff(d: Any, operator: str | None = None, record: Any = None,
                time: Any = None) -> Any:
-    """Return `d` if it is a diff; raise `DiffError` (saying why not) otherwise.
+    """Return `d` if it is a diff (any `numbers.Integral` but `bool`, made a plain
+    `int`); raise `DiffError` (saying why not) otherwise.
 
     Called where diffs enter the dataflow (input sessions, user functions that
     produce diffs), not in hot loops.
@@ -319,6 +321,8 @@ def check_diff(d: Any, operator: str | None = None, record: Any = None,
     """
     if type(d) is int or isinstance(d, Diff):
         return d
+    if isinstance(d, numbers.Integral) and not isinstance(d, bool):
+        return int(d)       # numpy's int64 and the like: a plain int from here on
     if isinstance(d, bool):
         why = ("a bool is not a diff: True + True == 2 leaves the type; "
                "write 1 or -1")

@@ -55,8 +55,24 @@ class EngineUnavailableError(DataflowError):
     """An engine cannot start: Spark or Java missing, master unreachable, ..."""
 
 
+class NotFinalError(DataflowError):
+    """An output was read at a time that is not final yet: some input may still
+    change it.  The message names the inputs to `advance_to` past the time (then
+    `run()`); `Capture.at(t, partial=True)` reads the partial answer on purpose."""
+
+
+class DataflowWarning(UserWarning):
+    """Base of the warnings ddflow gives (filter them with this class)."""
+
+
+class StalledRunWarning(DataflowWarning):
+    """`run()` was given updates that no input frontier has passed: they wait in the
+    dataflow until the inputs named `advance_to` a later time (or `close()`)."""
+
+
 __all__ = [
     "DataflowError", "TimeError", "DataError", "DiffError", "CompactionError",
     "BatchError", "SessionClosedError", "GraphError", "UserFunctionError",
-    "ConvergenceError", "ProgressError", "EngineUnavailableError",
+    "ConvergenceError", "ProgressError", "EngineUnavailableError", "NotFinalError",
+    "DataflowWarning", "StalledRunWarning",
 ]

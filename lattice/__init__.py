@@ -27,6 +27,7 @@ False
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Protocol, runtime_checkable
 
 from lattice.errors import DataflowError, TimeError
@@ -195,6 +196,27 @@ def same_lattice(a: Any, b: Any) -> bool:
     return True if shape is None else shape(b)
 
 
+def as_time(t: Any) -> Any:
+    """`t` with every integer of another type (numpy's `int64`, any registered
+    `numbers.Integral`) made a plain `int`, inside `Product`s too; anything else is
+    returned as it is.  Called where times enter (input sessions, reads), so that the
+    hot loops only ever meet plain ints.  `bool` stays a bool (it is not a time).
+
+    >>> class Tick(int): pass
+    >>> as_time(Tick(3)), type(as_time(Tick(3))), as_time(Product(Tick(1), 2)), as_time(True)
+    (3, <class 'int'>, Product(1, 2), True)
+    """
+    if type(t) is int:
+        return t
+    if isinstance(t, numbers.Integral) and not isinstance(t, bool):
+        return int(t)
+    if type(t) is Product:
+        outer, inner = t
+        o, i = as_time(outer), as_time(inner)
+        return t if (o is outer and i is inner) else Product(o, i)
+    return t
+
+
 def is_time(t: Any) -> bool:
     """Whether `t` can serve as a timestamp (a plain int or a `Lattice`)."""
     return type(t) is int or isinstance(t, Lattice)
@@ -209,5 +231,5 @@ from lattice.closure import join_closure, joins_above  # noqa: E402
 __all__ = [
     "Lattice", "Product", "AltNeu", "Antichain", "MutableAntichain", "advance_by",
     "less_equal", "less_than", "join", "meet", "minimum", "sort_key", "same_lattice",
-    "is_time", "join_closure", "joins_above", "DataflowError", "TimeError",
+    "is_time", "as_time", "join_closure", "joins_above", "DataflowError", "TimeError",
 ]

@@ -36,9 +36,13 @@ class Arrange(Operator):
     _state = ("_buffer", "trace", "_upper", "_readers", "_since")
     _caches = ("_caps", "_sealed_upto")
 
-    def __init__(self, by_self: bool = False, name: str = "arrange_by_key") -> None:
+    def __init__(self, by_self: bool = False, name: str = "arrange_by_key",
+                 users: tuple[str, ...] = ()) -> None:
         super().__init__(name)
         self.by_self = by_self
+        # The operators the user called that read this arrangement: a record of the
+        # wrong shape is their input, and errors name them.
+        self.users = users
         # Updates not yet sealed, by time: a pass only looks at the distinct times,
         # so data buffered far in the future costs nothing until it becomes complete.
         self._buffer: dict[Any, list[Update]] = UndoDict()
@@ -57,11 +61,9 @@ class Arrange(Operator):
         else:
             for u in updates:
                 d = u[0]
-                if type(d) is not tuple or len(d) != 2:
-                    raise DataError(
-                        f"{self.name} needs (key, value) pairs, got a "
-                        f"{type(d).__name__}" + (f" of length {len(d)}" if isinstance(d, tuple) else ""),
-                        operator=self.name, record=d, time=u[1])
+                if (type(d) is not tuple or len(d) != 2) and not (
+                        isinstance(d, tuple) and len(d) == 2):     # a namedtuple pair
+                    raise self._not_a_pair(d, u[1])
         by_time: dict[Any, list[Update]] = {}
         for u in updates:
             bucket = by_time.get(u[1])
@@ -77,6 +79,13 @@ class Arrange(Operator):
                 self._caps = None
             else:
                 bucket.extend(us)
+
+    def _not_a_pair(self, d: Any, time: Any) -> DataError:
+        who = "/".join(self.users) or self.name
+        shape = f" of length {len(d)}" if isinstance(d, tuple) else ""
+        return DataError(f"{who} needs (key, value) pairs, got {type(d).__name__}{shape} {d!r}"
+                         + (f" (found by its {self.name})" if self.users else ""),
+                         operator=who, record=d, time=time)
 
     def capabilities(self) -> Iterable[Any]:
         if self._caps is None:
@@ -105,8 +114,13 @@ class Arrange(Operator):
             self._caps = None
         if ready:
             lower = self._upper if self._upper is not None else Antichain()
-            batch = Batch.from_updates(ready, lower=_lower_of(lower, ready, frontier),
-                                       upper=frontier)
+            try:
+                batch = Batch.from_updates(ready, lower=_lower_of(lower, ready, frontier),
+                                           upper=frontier)
+            except DataError as exc:
+                if exc.operator is not None:
+                    raise
+                raise self.unhashable(exc.message, exc.record, exc.time) from exc
             self.trace.insert(batch)
             self.emit(_batch_updates(batch))
         self._upper = frontier

@@ -70,6 +70,8 @@ class Operator:
     #: Attributes holding other operators whose state this one's hooks mutate.
     _writes: tuple[str, ...] = ()
     n_inputs: int = 1
+    #: Names of the operators feeding this one (set by the engine's `instantiate`).
+    producers: tuple[str, ...] = ()
     #: How the operator moves times from input to output, for progress tracking: the
     #: identity for operators whose outputs are at (or after) their input times; scope
     #: boundaries and feedback edges say otherwise (enter, leave, +1 round).
@@ -252,10 +254,18 @@ class Operator:
                 try:
                     hash(u[0])
                 except TypeError as exc:
-                    raise DataError(f"{self.name} produced unhashable data ({exc}); use "
-                                    "tuples, not lists or dicts", operator=self.name,
-                                    record=u[0], time=u[1]) from exc
+                    raise self.unhashable(exc, u[0], u[1]) from exc
             raise
+
+    def unhashable(self, exc: BaseException, record: Any, time: Any) -> DataError:
+        """A `DataError` for unhashable `record` reaching this operator, naming the
+        operator that made it (a user function of a map, say: sessions refuse
+        unhashable input, so data only becomes unhashable in one)."""
+        makers = self.producers or (self.name,)
+        maker = makers[0] if len(makers) == 1 else " or ".join(makers)
+        return DataError(f"{maker} produced unhashable data ({exc}), which reached "
+                         f"{self.name}; use tuples, not lists or dicts", operator=maker,
+                         record=record, time=time)
 
     def counters(self) -> dict[str, int]:
         return {c: getattr(self, c) for c in (*_COUNTERS, *self._counters)}

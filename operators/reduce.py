@@ -42,7 +42,8 @@ from lattice import Antichain, joins_above, less_equal, sort_key
 from operators.arrange import Arrange, _lower_of
 from operators.base import Operator, Update
 from operators.undo import UndoDict
-from ddflow.errors import DataError
+from ddflow.diff import check_diff
+from ddflow.errors import DataError, DiffError
 from ddflow.trace import Batch, Trace
 
 Logic = Callable[[Any, list], Iterable[tuple]]
@@ -59,6 +60,9 @@ class Reduce(Operator):
         super().__init__(name)
         self.source = source
         self.logic = logic
+        # A user's logic has its result checked (shape, diffs, hashable outputs);
+        # the built-in ones below are known to return (output, int) pairs.
+        self._check_result = logic not in _BUILT_IN
         self._rid = source.register_reader()
         self.out_trace = Trace()
         # key -> times to evaluate; time -> keys pending there (the index that lets a
@@ -171,13 +175,14 @@ class Reduce(Operator):
                 except TypeError:
                     pass
                 try:
-                    for o, r in self.logic(key, vals):
-                        if r:
-                            desired[o] = desired.get(o, 0) + r
-                except (TypeError, ValueError) as exc:
-                    raise self._logic_error(exc, key, vals, u) from exc
+                    result = self.logic(key, vals)
                 except Exception as exc:  # noqa: BLE001 - user code
                     raise self.user_error(exc, (key, vals), u, what="reduce logic") from exc
+                for pair in (self._pairs(result, key, vals, u) if self._check_result
+                             else result):
+                    o, r = pair
+                    if r:
+                        desired[o] = desired.get(o, 0) + r
             for o, t, r in outputs:
                 if less_equal(t, u):
                     desired[o] = desired.get(o, 0) - r
@@ -186,11 +191,35 @@ class Reduce(Operator):
                     emitted.append(((key, o), u, r))
                     outputs.append((o, u, r))
 
-    def _logic_error(self, exc: Exception, key: Any, vals: list, time: Any) -> Exception:
-        if isinstance(exc, (TypeError, ValueError)) and "unpack" in str(exc):
-            return DataError(f"the logic of {self.name} must return (output, diff) pairs ({exc})",
-                             operator=self.name, record=(key, vals), time=time)
-        return self.user_error(exc, (key, vals), time, what="reduce logic")
+    def _pairs(self, result: Any, key: Any, vals: list, time: Any) -> list:
+        """The logic's `result` as a list of `(output, diff)` pairs with hashable
+        outputs and proper diffs, checked here; a `DataError` naming this operator,
+        the key with its values, and the time otherwise."""
+        def wrong(what: str) -> DataError:
+            return DataError(f"the logic of {self.name} must return an iterable of "
+                             f"(output, diff) pairs; {what}", operator=self.name,
+                             record=(key, vals), time=time)
+        if isinstance(result, (str, bytes)) or not hasattr(result, "__iter__"):
+            raise wrong(f"it returned {result!r}")
+        try:
+            pairs = list(result)
+        except Exception as exc:  # noqa: BLE001 - a user generator failing midway
+            raise self.user_error(exc, (key, vals), time, what="reduce logic") from exc
+        for i, pair in enumerate(pairs):
+            if type(pair) is not tuple or len(pair) != 2:
+                raise wrong(f"it gave {pair!r}")
+            o, r = pair
+            if type(r) is not int:
+                try:
+                    pairs[i] = (o, check_diff(r))     # numpy ints become ints
+                except DiffError as exc:
+                    raise wrong(f"the diff of {o!r} is {r!r}: {exc.message}") from None
+            try:
+                hash(o)
+            except TypeError:
+                raise wrong(f"the output {o!r} is unhashable (use tuples, not lists "
+                            "or dicts)") from None
+        return pairs
 
     def trace_records(self) -> int:
         return self.out_trace.record_count()
@@ -236,3 +265,6 @@ def distinct_logic(key: Any, vals: list) -> list:
     negative included; this one follows those texts and drops negative counts.
     """
     return [((), 1)] if sum(c for _v, c in vals) > 0 else []
+
+
+_BUILT_IN = (count_logic, sum_logic, min_logic, max_logic, distinct_logic)

@@ -82,10 +82,12 @@ z^-1 at the root, two cases:
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Callable, Iterable, Mapping
 
 from lattice import less_equal
 from ddflow import Dataflow
+from ddflow.arguments import positive_int
 from ddflow.collection import Variable
 from ddflow.dataflow import Scope
 from ddflow.errors import GraphError
@@ -336,9 +338,11 @@ class Circuit:
     def child(self, name: str | None = None, *, max_rounds: int | None = None) -> Circuit:
         """A child node and its subcircuit, run to a fixed point on every tick of this one."""
         name = name or f"child{len(self.nodes)}"
+        if max_rounds is not None:
+            max_rounds = positive_int(max_rounds, "max_rounds", operator=name)
         node = Node(self, "child", name)
-        sub = Circuit(name, max_rounds=max_rounds or self.max_rounds, _parent=self,
-                      _node=node)
+        sub = Circuit(name, max_rounds=self.max_rounds if max_rounds is None else max_rounds,
+                      _parent=self, _node=node)
         node.child = sub
         return sub
 
@@ -582,7 +586,11 @@ class Circuit:
 
     def run(self, ticks: int) -> None:
         """`tick()` `ticks` times."""
-        for _ in range(ticks):
+        if not (isinstance(ticks, numbers.Integral) and not isinstance(ticks, bool)
+                and int(ticks) >= 0):
+            raise GraphError(f"run(ticks) takes a number of ticks (an int >= 0), not "
+                             f"{ticks!r}", operator=self.name)
+        for _ in range(int(ticks)):
             self.tick()
 
     # `to_dot()` and `draw()` are attached by `ddflow.circuit.draw` when it is imported.

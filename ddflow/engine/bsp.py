@@ -23,6 +23,7 @@ from lattice import Antichain
 from ddflow.capture import Cursor, read_since
 from ddflow.engine.plan import Plan, instantiate
 from ddflow.engine.worker import Worker, split_by_shard
+from ddflow.arguments import positive_int
 from ddflow.errors import DataflowError
 
 COUNTERS = ("records_in", "records_out", "batches_out", "work", "times_visited")
@@ -83,9 +84,14 @@ class BSPEngine:
     """The driver of supersteps; subclasses say where shards live (`_superstep`)."""
 
     def __init__(self, shards: int | None = None) -> None:
+        if shards is not None:
+            shards = positive_int(shards, "shards")
         self.requested_shards = shards
         self.supersteps = 0
         self.shards = shards or 1
+        # Before compile() there is no shard: every read answers "nothing yet", as
+        # the local engine's do (a capture read before the first run is empty).
+        self.index: dict = {}
 
     # -- to be provided by an executor --------------------------------------------
     def _create(self, blobs: list[bytes]) -> None:
@@ -206,11 +212,15 @@ class BSPEngine:
     # -- what front-door objects read ----------------------------------------------
     def operators(self, node: Any) -> list:
         """A view of `node`'s operator on each shard (its counters)."""
+        if id(node) not in self.index:
+            return []                   # not compiled yet
         i = self.index[id(node)]
         return [_OpView(self, node, s, self._counters[s][i]) for s in range(self.shards)]
 
     def captured(self, node: Any) -> list:
         """Every update a capture node has recorded, over all shards."""
+        if id(node) not in self.index:
+            return []                   # not compiled yet
         return [u for part in self.fetch(node, "updates") for u in part]
 
     def frontier(self, node: Any) -> tuple | None:
@@ -222,6 +232,8 @@ class BSPEngine:
         """As `LocalEngine.captured_since`.  Fetches every shard's whole journal (one
         job), so it costs O(history) in transfer; the reader's index still only
         absorbs the new updates."""
+        if id(node) not in self.index:
+            return read_since([], cursor)   # not compiled yet: nothing captured
         return read_since(self.fetch(node, "journal"), cursor)
 
 

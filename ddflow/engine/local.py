@@ -20,16 +20,14 @@ from typing import Any
 from ddflow.capture import Cursor, read_since
 from ddflow.engine.plan import Plan, instantiate
 from ddflow.engine.worker import Worker
-from ddflow.errors import GraphError
+from ddflow.arguments import positive_int
 
 
 class LocalEngine:
     """Run a dataflow in this process, as `workers` simulated workers."""
 
     def __init__(self, workers: int = 1) -> None:
-        if type(workers) is not int or workers < 1:
-            raise GraphError(f"workers must be a positive int, not {workers!r}")
-        self.workers = workers
+        self.workers = positive_int(workers, "workers")
         self._worker: Worker | None = None
         self._index: dict[int, int] = {}
 

@@ -26,7 +26,7 @@ class PlanNode:
     name: str
     kind: str
     inputs: tuple           # producer indices, one per port
-    consumers: tuple        # ((consumer index, port, exchange or None, consumer name), ...)
+    consumers: tuple        # ((consumer index, port, exchange or None, name errors give it), ...)
     n_ports: int
     summary: Summary
 
@@ -47,7 +47,8 @@ class Plan:
         inputs = [tuple(index[id(p)] for p in n.inputs) for n in nodes]
         plan_nodes = tuple(
             PlanNode(i, n.name, n.kind, inputs[i],
-                     tuple((index[id(c)], port, c.exchange, c.name) for c, port in n.consumers),
+                     tuple((index[id(c)], port, c.exchange, getattr(c, "blame", c.name))
+                           for c, port in n.consumers),
                      max(1, len(n.inputs)), summaries[i])
             for i, n in enumerate(nodes))
         reach = path_summaries(inputs, summaries)
@@ -85,7 +86,11 @@ def instantiate(nodes: Sequence[Any], shard: int) -> list:
     ops: list = []
     lookup: Callable[[Any], Any] = lambda n: ops[index[id(n)]]  # noqa: E731
     for node in nodes:
-        ops.append(node.factory(shard, lookup))
+        op = node.factory(shard, lookup)
+        # Who made what reaches it: an operator that finds a record unusable (say
+        # unhashable) blames the producer when it only passes records on.
+        op.producers = tuple(p.name for p in node.inputs)
+        ops.append(op)
     return ops
 
 
