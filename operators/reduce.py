@@ -5,8 +5,10 @@
 
     acc(reduce(C), t)[(k, o)] = diff of o in logic(k, acc(C, t)[k])
 
-`logic(key, values)` receives the nonzero `(value, count)` pairs (sorted when the
-values are orderable) and returns `(output, diff)` pairs.
+`logic(key, values)` receives the nonzero `(value, count)` pairs sorted by value
+(`ddflow.updates.sorted_data`: the natural order, or a `(type name, repr)` order for
+values `<` cannot compare, such as records holding `Product` times) and returns
+`(output, diff)` pairs.
 
 Where it must act: the input accumulation only changes at joins of input times, so
 the output can only need a correction at times in the join-closure of the input
@@ -43,9 +45,14 @@ from operators.arrange import Arrange, _lower_of
 from operators.base import Operator, Update
 from operators.undo import UndoDict
 from ddflow.errors import DataError
+from ddflow.updates import sorted_data
 from ddflow.trace import Batch, Trace
 
 Logic = Callable[[Any, list], Iterable[tuple]]
+
+
+def _value(pair: tuple) -> Any:
+    return pair[0]
 
 
 class Reduce(Operator):
@@ -166,10 +173,7 @@ class Reduce(Operator):
             desired: dict[Any, Any] = {}
             vals = [(v, c) for v, c in acc.items() if c]
             if vals:
-                try:
-                    vals.sort()
-                except TypeError:
-                    pass
+                vals = sorted_data(vals, key=_value)
                 try:
                     for o, r in self.logic(key, vals):
                         if r:
