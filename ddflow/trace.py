@@ -200,6 +200,7 @@ class Trace:
         touched about once, not once per read.
         """
         out: list = []
+        short: list = []        # the key's entries in batches where it has few: one history
         touched = 0
         memo = self._memo
         for b in self._batches:
@@ -207,8 +208,7 @@ class Trace:
             if not entries:
                 continue
             if len(entries) < _MEMO_MIN:
-                out.append(KeyHistory.build(entries, floor))
-                touched += len(entries)
+                short.extend(entries)
                 continue
             per_key = memo.get(b)
             if per_key is None:
@@ -220,6 +220,9 @@ class Trace:
             else:
                 touched += h.advance(floor)
             out.append(h)
+        if short:
+            out.append(KeyHistory.build(short, floor))
+            touched += len(short)
         self.history_reads += touched
         return out
 

@@ -30,9 +30,10 @@ dataflow", CIDR 2013; the `reduce` operator of the differential-dataflow crate):
 Times in advance of the frontier (`beyond`) are not evaluated: the interesting ones
 are returned, to be seeds when the frontier has passed them.
 
-Totally ordered (int) times take a fast path: there every time at or after the
-least seed is interesting and no new join appears, so the walk is a merge of the
-sorted histories with running accumulations.
+Totally ordered (int) times take a fast path (`replay_total`): there every time at
+or after the least seed is interesting and no new join appears, so the walk is one
+pass over the key's entries as stored, grouped by time, with running
+accumulations.
 
 >>> from lattice import Product as P
 >>> def count(u, acc_in, acc_out):
@@ -65,19 +66,16 @@ Correct = Callable[[Any, dict, dict], dict]
 
 def replay(seeds: Iterable[Any], inputs: Sequence[KeyHistory], outputs: Sequence[KeyHistory],
            beyond: Callable[[Any], bool], correct: Correct) -> tuple[list[tuple], set, int]:
-    """Replay one key's history from `seeds`.
+    """Replay one key's history from `seeds` (times of any lattice).
 
     `inputs` and `outputs` are the key's histories (one per batch), advanced by the
-    meet of the seeds (`floor`); `beyond(t)` tells a time the frontier has not
+    meet of the seeds (`floor_of`); `beyond(t)` tells a time the frontier has not
     passed; `correct` gives the output updates owed at a time from the
     accumulations there.  Returns the corrections made as `(output, time, diff)`,
-    the interesting times put off, and the updates read (stepped through, and read
-    at each evaluation).
+    the interesting times put off, and the updates read (the bases, the updates
+    stepped through, and the accumulations read at each evaluation).
     """
-    seeds = list(seeds)
-    if all(type(s) is int for s in seeds):
-        return _replay_total(seeds, inputs, outputs, beyond, correct)
-    return _replay_partial(seeds, inputs, outputs, beyond, correct)
+    return _replay_partial(list(seeds), inputs, outputs, beyond, correct)
 
 
 def floor_of(seeds: Iterable[Any]) -> Any:
@@ -138,43 +136,52 @@ class _Walk:
             pos[i] = p
 
 
-def _replay_total(seeds: list, inputs: Sequence[KeyHistory], outputs: Sequence[KeyHistory],
-                  beyond: Callable[[Any], bool], correct: Correct
-                  ) -> tuple[list[tuple], set, int]:
-    # A chain: every time at or after the least seed is interesting, joins are
-    # times already there, and once one time waits for the frontier all later do.
-    ins, outs = _Walk(inputs), _Walk(outputs)
-    acc_in, acc_out = ins.base(inputs), outs.base(outputs)
-    work = len(acc_in) + len(acc_out)
-    seeds = sorted(set(seeds), reverse=True)
+def replay_total(seeds: Iterable[int], inputs: Iterable[tuple], outputs: Iterable[tuple],
+                 beyond: Callable[[Any], bool], correct: Correct
+                 ) -> tuple[list[tuple], set, int]:
+    """`replay` for int times, from the key's `(value, time, diff)` entries as stored.
+
+    A chain: after advancing by the least seed every time ahead is interesting,
+    joins are times already there, and once one time waits for the frontier every
+    later one does (it alone is put off: replayed later as a seed, it reaches them).
+    A time of another lattice raises `TimeError` when compared.
+    """
+    floor = min(seeds)
+    acc_in: dict = {}
+    acc_out: dict = {}
+    ahead_in: dict = {}         # time -> [(value, diff)], times after the floor
+    ahead_out: dict = {}
+    work = 0
+    for entries, acc, ahead in ((inputs, acc_in, ahead_in), (outputs, acc_out, ahead_out)):
+        for v, t, r in entries:
+            work += 1
+            if t <= floor:
+                add_to(acc, v, r)
+            else:
+                at = ahead.get(t)
+                if at is None:
+                    ahead[t] = [(v, r)]
+                else:
+                    at.append((v, r))
+    times = {floor, *ahead_in, *ahead_out}
+    times.update(s for s in seeds if s > floor)
     made: list[tuple] = []
     later: set = set()
-    while True:
-        heads = [h[1] for h in (ins.head(), outs.head()) if h is not None]
-        if seeds:
-            heads.append(seeds[-1])
-        if not heads:
-            break
-        u = min(heads)
+    empty: list = []
+    for u in sorted(times):
         if beyond(u):
-            later.add(u)        # it stands for every time after it
+            later.add(u)
             break
-        while seeds and seeds[-1] == u:
-            seeds.pop()
-        step_in: dict = {}
-        step_out: dict = {}
-        ins.step_while(u, step_in)
-        outs.step_while(u, step_out)
-        for (v, _t), r in step_in.items():
+        for v, r in ahead_in.get(u, empty):
             add_to(acc_in, v, r)
-        for (o, _t), r in step_out.items():
+        for o, r in ahead_out.get(u, empty):
             add_to(acc_out, o, r)
         work += len(acc_in) + len(acc_out)
         for o, r in correct(u, acc_in, acc_out).items():
             if r:
                 made.append((o, u, r))
                 add_to(acc_out, o, r)
-    return made, later, work + ins.stepped + outs.stepped
+    return made, later, work
 
 
 def _fold(buffer: dict, base: dict, floor: Any) -> dict:
@@ -285,4 +292,4 @@ def _replay_partial(seeds: list, inputs: Sequence[KeyHistory], outputs: Sequence
     return made, later, work + ins.stepped + outs.stepped
 
 
-__all__ = ["replay", "floor_of", "Correct"]
+__all__ = ["replay", "replay_total", "floor_of", "Correct"]

@@ -51,7 +51,7 @@ from typing import Any, Callable, Iterable, Sequence
 from lattice import Antichain
 from operators.arrange import Arrange, _lower_of
 from operators.base import Operator, Update
-from operators.history import floor_of, replay
+from operators.history import floor_of, replay, replay_total
 from operators.undo import UndoDict
 from ddflow.errors import DataError
 from ddflow.updates import sorted_data
@@ -184,9 +184,14 @@ class Reduce(Operator):
         for t in pending:
             if beyond(t):
                 self._add_pending(key, t)   # no evaluation now can depend on it
-        floor = floor_of(seeds)
-        made, later, work = replay(seeds, self.source.trace.key_histories(key, floor),
-                                   self.out_trace.key_histories(key, floor), beyond, correct)
+        if all(type(t) is int for t in seeds):
+            made, later, work = replay_total(seeds, self.source.trace.get(key),
+                                             self.out_trace.get(key), beyond, correct)
+        else:
+            floor = floor_of(seeds)
+            made, later, work = replay(seeds, self.source.trace.key_histories(key, floor),
+                                       self.out_trace.key_histories(key, floor), beyond,
+                                       correct)
         self.work += work
         for u in later:
             self._add_pending(key, u)
