@@ -43,12 +43,12 @@ def _reach_oracle(edges: dict, roots: dict) -> dict:
 
 
 @settings(max_examples=100, deadline=None)
-@given(data=st.data(), kind=KINDS, schedule=SCHEDULES)
-def test_law_of_a_loop_reading_an_entered_arrangement(data, kind, schedule):
+@given(data=st.data(), kind=KINDS, schedule=SCHEDULES, workers=st.sampled_from([1, 3]))
+def test_law_of_a_loop_reading_an_entered_arrangement(data, kind, schedule, workers):
     pairs = st.tuples(st.integers(0, 4), st.integers(0, 4))
     edges = data.draw(updates(kind, data=pairs, max_value=3, max_size=24))
     roots = data.draw(updates(kind, data=st.integers(0, 4), max_value=2, max_size=4))
-    assert_law(_reach, _reach_oracle, [edges, roots], schedule)
+    assert_law(_reach, _reach_oracle, [edges, roots], schedule, workers)
 
 
 def _arranged_records(reuse: bool) -> tuple[dict, dict]:
