@@ -123,10 +123,10 @@ class KeyHistory:
         assert mine == {(t, v): r for t, v, r in fresh.ahead()}, "updates above the floor differ"
         ks = self.keys[self.start:]
         assert ks == sorted(ks), "not in sort_key order"
-        for i in range(self.start, len(self.entries)):
-            m = self.entries[i][0]
-            for t, _v, _r in self.entries[i + 1:]:
-                m = meet(m, t)
+        m = None
+        for i in range(len(self.entries) - 1, self.start - 1, -1):
+            t = self.entries[i][0]
+            m = t if m is None else meet(m, t)
             assert self.meets[i] == m, f"suffix meet at {i}"
 
 

@@ -22,6 +22,8 @@ Invariants kept (checked by `_check()` in O(n)):
 * batch sizes shrink in tiers from oldest to newest (of any `FANIN` consecutive
   batches, the oldest holds more than `FANIN` times the records of the newest), so
   there are O(FANIN log n) batches;
+* a key history kept by `key_histories` is its batch's entries advanced by its
+  floor (`KeyHistory._check`), and belongs to a batch still in the spine;
 * compaction (by `set_logical_compaction` then a merge or `compact()`) never changes
   `accumulate(t)` for a time `t` in advance of the compaction frontier.
 

@@ -144,20 +144,21 @@ class EnteredTrace:
     `Product(t, 0)` (differential dataflow's `TraceEnter`).  Only what readers ask
     of a trace is offered: `get` and `key_histories`."""
 
-    __slots__ = ("outer",)
+    __slots__ = ("arrangement",)
 
-    def __init__(self, outer: Any) -> None:
-        self.outer = outer
+    def __init__(self, arrangement: Any) -> None:
+        # The arrangement, not its trace: the trace is looked up at every read.
+        self.arrangement = arrangement
 
     def get(self, key: Any) -> list:
-        return [(v, Product(t, 0), r) for v, t, r in self.outer.get(key)]
+        return [(v, Product(t, 0), r) for v, t, r in self.arrangement.trace.get(key)]
 
     def key_histories(self, key: Any, floor: Any) -> list[KeyHistory]:
         entries = self.get(key)
         return [KeyHistory.build(entries, floor)] if entries else []
 
     def record_count(self) -> int:
-        return self.outer.record_count()
+        return self.arrangement.trace.record_count()
 
 
 class EnteredArrangement(Operator):
@@ -178,7 +179,7 @@ class EnteredArrangement(Operator):
         super().__init__(name)
         self.outer = outer
         self.by_self = outer.by_self
-        self.trace = EnteredTrace(outer.trace)
+        self.trace = EnteredTrace(outer)
 
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)

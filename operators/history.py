@@ -27,6 +27,12 @@ dataflow", CIDR 2013; the `reduce` operator of the differential-dataflow crate):
   When the times ahead form a chain, as in the rounds of a loop, everything met
   folds into the base: the accumulation is updated incrementally.
 
+* Once that meet is itself in advance of the frontier, every time still ahead
+  waits: the walk stops, and the interesting times met so far, joined with the
+  meet, are put off in place of every join still ahead (replayed later as seeds,
+  they meet the same updates).  So the part of a history beyond the frontier, such
+  as a key's later rounds in a loop, is not read at every round.
+
 Times in advance of the frontier (`beyond`) are not evaluated: the interesting ones
 are returned, to be seeds when the frontier has passed them.
 

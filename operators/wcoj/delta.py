@@ -200,7 +200,8 @@ class HalfJoin(Operator):
         if low < 1 or (self._low is not None and low < self._low + RELEASE_EVERY):
             return
         self._low = low
-        self.index.advance_reader(self._rid, Antichain((Product(low - 1, minimum(times[0].inner)),)))
+        floor = Product(low - 1, minimum(times[0].inner))
+        self.index.advance_reader(self._rid, Antichain((floor,)))
 
     def _release(self, frontier: Antichain) -> None:
         """Let the index compact to `{low - 1}`, `low` the least time still to come.
