@@ -110,14 +110,15 @@ def base_tree(rev: str) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run_child(tree: Path, task: str, params: dict, tmp: Path) -> dict:
-    """Run one measurement in a fresh interpreter importing ddflow from `tree`."""
+def run_child(tree: Path, task: str, params: dict, tmp: Path, child: Path = CHILD) -> dict:
+    """Run one measurement (`child`'s `task`) in a fresh interpreter importing
+    ddflow from `tree`."""
     pfile = tmp / f"params-{task}-{os.getpid()}-{time.monotonic_ns()}.json"
     pfile.write_text(json.dumps(params))
     env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0")
     # -P: the child's script directory (this checkout's benchmarks/) must not come
     # first on sys.path when the base tree is measured.
-    cmd = [sys.executable, "-P", str(CHILD), task, str(pfile)]
+    cmd = [sys.executable, "-P", str(child), task, str(pfile)]
     try:
         done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
                               timeout=CHILD_TIMEOUT_S)

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable
 from ddflow import arguments
 from ddflow.dataflow import Capture, CaptureOp, Node, Scope
 from ddflow.errors import DataflowError, GraphError, UserFunctionError
-from operators.arrange import Arrange
+from operators.arrange import Arrange, EnteredArrangement
 from operators.distinct_trace import DistinctTrace
 from operators.iterate import Enter, EnterAt, Feedback, Leave
 from operators.join import JoinCore
@@ -56,6 +56,9 @@ class Collection:
         self.scope: Scope = node.scope
         self.dataflow = node.dataflow
         self._arranged: dict[bool, Arranged] = {}
+        #: The collection of the enclosing scope this one entered at round 0, whose
+        #: arrangements it can read instead of arranging again (`Arranged.enter`).
+        self._entered_from: Collection | None = None
 
     def __repr__(self) -> str:
         return f"Collection({self.node.name!r}, scope={self.scope.name!r})"
@@ -134,6 +137,13 @@ class Collection:
         return self._arrange(True, name)
 
     def _arrange(self, by_self: bool, name: str | None, user: str | None = None) -> Arranged:
+        if by_self not in self._arranged and self._entered_from is not None:
+            outer = self._entered_from._arranged.get(by_self)
+            if outer is not None:
+                # Entered from an arranged collection: read its trace, arrange nothing.
+                self._arranged[by_self] = outer.enter(self.scope, name)
+                if self.dataflow._arrangement_log is not None:
+                    self.dataflow._arrangement_log.append((self, by_self))
         if by_self not in self._arranged:
             label = name or ("arrange_by_self" if by_self else "arrange_by_key")
             node = Node(self.dataflow, self.scope, label, "arrange", [self.node],
@@ -239,7 +249,10 @@ class Collection:
         for inner in chain:
             node = Node(self.dataflow, inner, name or "enter", "enter", [node],
                         lambda w, ops: Enter(name or "enter"))
-        return Collection(node)
+        entered = Collection(node)
+        if len(chain) == 1:
+            entered._entered_from = self
+        return entered
 
     def enter_at(self, scope: Scope, round_of: Callable[[Any], int],
                  name: str | None = None) -> Collection:
@@ -387,6 +400,19 @@ class Arranged:
         node = Node(self.dataflow, self.scope, name or "reduce", "reduce", [self.node],
                     lambda w, ops: red.Reduce(ops(source.node), logic, node.name))
         return Collection(node)
+
+    def enter(self, scope: Scope, name: str | None = None) -> Arranged:
+        """This arrangement inside a nested `scope`: its trace read with times
+        `t -> Product(t, 0)`, instead of arranging the entered collection again."""
+        arranged: Arranged = self
+        for inner in _scope_chain(self.scope, scope):
+            source = arranged
+            label = name or f"{source.node.name}.enter"
+            node = Node(self.dataflow, inner, label, "enter", [source.node],
+                        lambda w, ops, source=source, label=label:
+                        EnteredArrangement(ops(source.node), label))
+            arranged = Arranged(Collection(node), node, self.by_self)
+        return arranged
 
     def as_collection(self) -> Collection:
         """The arranged records as a collection again."""

@@ -22,6 +22,8 @@ Invariants kept (checked by `_check()` in O(n)):
 * batch sizes shrink in tiers from oldest to newest (of any `FANIN` consecutive
   batches, the oldest holds more than `FANIN` times the records of the newest), so
   there are O(FANIN log n) batches;
+* a key history kept by `key_histories` is its batch's entries advanced by its
+  floor (`KeyHistory._check`), and belongs to a batch still in the spine;
 * compaction (by `set_logical_compaction` then a merge or `compact()`) never changes
   `accumulate(t)` for a time `t` in advance of the compaction frontier.
 
@@ -50,12 +52,16 @@ from lattice import Antichain, less_equal, sort_key
 
 from ddflow.batch import Batch, Entry, _merge, _require_antichain
 from ddflow.errors import BatchError, CompactionError
+from ddflow.key_history import KeyHistory
 from ddflow.updates import sorted_data
 
 """One stored entry of a key: `(val, time, diff)`."""
 
 #: Batches of similar size merged at once (see `Trace.insert`).
 FANIN = 4
+
+#: A key's entries in a batch below this many are not kept by `key_histories`.
+_MEMO_MIN = 8
 
 
 class TraceSnapshot:
@@ -83,12 +89,19 @@ class Trace:
     `logical_compaction`, and at earlier times only until a merge advances them.
     """
 
-    __slots__ = ("_batches", "_since", "_upper")
+    __slots__ = ("_batches", "_since", "_upper", "_memo", "history_reads")
 
     def __init__(self, lower: Antichain | None = None) -> None:
         if lower is not None:
             _require_antichain("lower", lower)
         self._batches: list[Batch] = []
+        # A read cache for `key_histories`: batch -> key -> KeyHistory.  Derived from
+        # immutable batches (a KeyHistory at any floor is exact for reads at or after
+        # it), so a rollback only has to drop what belongs to batches no longer held.
+        self._memo: dict[Batch, dict] = {}
+        #: Stored updates `key_histories` has read, kept ones included (a measure of
+        #: the mechanism, like a merge's work: not rolled back).
+        self.history_reads = 0
         self._since: Antichain | None = lower
         self._upper: Antichain | None = lower
 
@@ -121,6 +134,7 @@ class Trace:
             merged = _merge(group, self._since)
             if merged.len:
                 batches.append(merged)
+            self._forget(group)
 
     def insert_updates(self, updates: Iterable[tuple[Any, Any, Any]], lower: Antichain,
                        upper: Antichain) -> Batch:
@@ -149,7 +163,14 @@ class Trace:
         if not self._batches:
             return
         merged = _merge(self._batches, self._since)
+        self._forget(self._batches)
         self._batches = [merged] if merged.len else []
+
+    def _forget(self, batches: Iterable[Batch]) -> None:
+        """Drop the read cache of batches leaving the spine."""
+        if self._memo:
+            for b in batches:
+                self._memo.pop(b, None)
 
     # --- reading -----------------------------------------------------------------
 
@@ -166,6 +187,45 @@ class Trace:
             entries = b.data.get(key)
             if entries:
                 out.extend(entries)
+        return out
+
+    def key_histories(self, key: Any, floor: Any) -> list[KeyHistory]:
+        """`key`'s updates in each batch as a `KeyHistory` advanced by `floor`, for a
+        reader that evaluates only at times in advance of `floor` (and of
+        `logical_compaction`).  `history_reads` counts the stored updates read.
+
+        A big batch can outlive many reads of one key (the tiers merge it only when
+        as much new data has arrived), as a reduce's key is read in every round of a
+        loop.  So the `KeyHistory` of a key's longer history in a batch is kept until
+        the batch is merged away, and moved on from its last floor when the next
+        floor is in advance of it: along a chain of floors each stored update is
+        touched about once, not once per read.
+        """
+        out: list = []
+        short: list = []        # the key's entries in batches where it has few: one history
+        touched = 0
+        memo = self._memo
+        for b in self._batches:
+            entries = b.data.get(key)
+            if not entries:
+                continue
+            if len(entries) < _MEMO_MIN:
+                short.extend(entries)
+                continue
+            per_key = memo.get(b)
+            if per_key is None:
+                per_key = memo[b] = {}
+            h = per_key.get(key)
+            if h is None or not less_equal(h.floor, floor):
+                h = per_key[key] = KeyHistory.build(entries, floor)
+                touched += len(entries)
+            else:
+                touched += h.advance(floor)
+            out.append(h)
+        if short:
+            out.append(KeyHistory.build(short, floor))
+            touched += len(short)
+        self.history_reads += touched
         return out
 
     def values(self, key: Any) -> dict[Any, list[tuple[Any, Any]]]:
@@ -280,6 +340,9 @@ class Trace:
         self._batches = list(snapshot.batches)
         self._since = snapshot.since
         self._upper = snapshot.upper
+        if self._memo:
+            held = set(self._batches)
+            self._forget([b for b in self._memo if b not in held])
 
     def __repr__(self) -> str:
         sizes = [b.len for b in self._batches]
@@ -304,6 +367,11 @@ class Trace:
         if prev is not None:
             assert self._upper is not None and prev.upper.dominates(self._upper), \
                 f"trace upper {self._upper!r} before last batch upper {prev.upper!r}"
+        held = set(self._batches)
+        for b, per_key in self._memo.items():
+            assert b in held, "key history kept for a batch no longer in the spine"
+            for key, h in per_key.items():
+                h._check(b.data[key])
 
 
 class TraceCursor:

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from lattice import Antichain
+from lattice import Antichain, Product
 from operators.base import Operator, Update
 from operators.undo import UndoDict
 from ddflow.errors import DataError
+from ddflow.key_history import KeyHistory
+from ddflow.progress import ENTER
 from ddflow.trace import Batch, Trace
 
 
@@ -149,6 +151,62 @@ class Arrange(Operator):
 
     def trace_records(self) -> int:
         return self.trace.record_count()
+
+
+class EnteredTrace:
+    """An outer trace read from inside a loop: every time `t` is read as
+    `Product(t, 0)` (differential dataflow's `TraceEnter`).  Only what readers ask
+    of a trace is offered: `get` and `key_histories`."""
+
+    __slots__ = ("arrangement",)
+
+    def __init__(self, arrangement: Any) -> None:
+        # The arrangement, not its trace: the trace is looked up at every read.
+        self.arrangement = arrangement
+
+    def get(self, key: Any) -> list:
+        return [(v, Product(t, 0), r) for v, t, r in self.arrangement.trace.get(key)]
+
+    def key_histories(self, key: Any, floor: Any) -> list[KeyHistory]:
+        entries = self.get(key)
+        return [KeyHistory.build(entries, floor)] if entries else []
+
+    def record_count(self) -> int:
+        return self.arrangement.trace.record_count()
+
+
+class EnteredArrangement(Operator):
+    """An arrangement of the enclosing scope, read inside a loop without arranging
+    the entered collection again: the outer batches pass on entered (`t ->
+    Product(t, 0)`), readers read the outer trace through `EnteredTrace`, and the
+    frontiers they promise move the outer trace's compaction by their epochs (a
+    reader at `Product(o, r)` and later reads outer times up to `o`).
+
+    Holds no state of its own: the state is the outer arrangement's, which reader
+    steps extend their checkpoints to (`_writes`).
+    """
+
+    summary = ENTER
+    _writes = ("outer",)
+
+    def __init__(self, outer: Any, name: str = "enter_arranged") -> None:
+        super().__init__(name)
+        self.outer = outer
+        self.by_self = outer.by_self
+        self.trace = EnteredTrace(outer)
+
+    def on_input(self, port: int, updates: list[Update]) -> None:
+        self.records_in += len(updates)
+        self.emit([(d, Product(t, 0), r) for d, t, r in updates])
+
+    def register_reader(self) -> int:
+        return self.outer.register_reader()
+
+    def advance_reader(self, rid: int, frontier: Antichain) -> None:
+        self.outer.advance_reader(rid, Antichain(f.outer for f in frontier.elements))
+
+    def trace_records(self) -> int:
+        return 0        # the outer arrangement's records, counted there
 
 
 def _lower_of(lower: Antichain, ready: list[Update], upper: Antichain) -> Antichain:

@@ -5,8 +5,10 @@
 
     acc(reduce(C), t)[(k, o)] = diff of o in logic(k, acc(C, t)[k])
 
-`logic(key, values)` receives the nonzero `(value, count)` pairs (sorted when the
-values are orderable) and returns `(output, diff)` pairs.
+`logic(key, values)` receives the nonzero `(value, count)` pairs sorted by value
+(`ddflow.updates.sorted_data`: the natural order, or a `(type name, repr)` order for
+values `<` cannot compare, such as records holding `Product` times) and returns
+`(output, diff)` pairs.
 
 Where it must act: the input accumulation only changes at joins of input times, so
 the output can only need a correction at times in the join-closure of the input
@@ -19,6 +21,14 @@ only once the input frontier shows it complete; until then it stays *pending*
 kept even if later updates cancel the inputs that caused them: they may still owe
 a correction.  Evaluation at `u`, in an order extending the partial order, emits
 `logic(acc(input, u)) - acc(output, u)` at `u`.
+
+How: by history replay (`operators.history`).  A key's complete pending times are
+the seeds; its input and output histories are read once, advanced by the meet of
+the seeds (`Trace.key_histories`, which keeps a key's long history in a batch
+between reads), and walked in time order with running accumulations; the joins
+above are created as the walk reaches them, and the walk stops where everything
+ahead waits for the frontier.  Each evaluation reads the accumulation, not the
+history.
 
 The built-in logics below give differential dataflow's `count`, `sum`, `min`,
 `max`, `distinct` and `threshold`.
@@ -38,15 +48,21 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Sequence
 
-from lattice import Antichain, joins_above, less_equal, sort_key
+from lattice import Antichain
 from operators.arrange import Arrange, _lower_of
 from operators.base import Operator, Update
+from operators.history import floor_of, replay, replay_total
 from operators.undo import UndoDict
 from ddflow.diff import check_diff
 from ddflow.errors import DataError, DiffError
+from ddflow.updates import sorted_data
 from ddflow.trace import Batch, Trace
 
 Logic = Callable[[Any, list], Iterable[tuple]]
+
+
+def _value(pair: tuple) -> Any:
+    return pair[0]
 
 
 class Reduce(Operator):
@@ -142,12 +158,6 @@ class Reduce(Operator):
         pending = self._pending[key]
         if all(beyond(t) for t in pending):
             return  # every candidate lies above a pending time, so none is complete
-        inputs = self.source.trace.get(key)
-        outputs = self.out_trace.get(key)
-        others = {t for _v, t, _r in inputs}
-        others.update(t for _o, t, _r in outputs)
-        candidates = joins_above(pending, others)
-        ready = [u for u in candidates if not beyond(u)]
         by_time = self._by_time
         for t in self._pending.pop(key):
             keys = by_time.touch(t)
@@ -155,41 +165,42 @@ class Reduce(Operator):
             if not keys:
                 del by_time[t]
                 self._caps = None
-        for u in candidates:
-            if beyond(u):
-                self._add_pending(key, u)
-        ready.sort(key=sort_key)
-        outputs = list(outputs)
-        for u in ready:
+        logic = self.logic
+
+        def correct(u: Any, acc_in: dict, acc_out: dict) -> dict:
             self.times_visited += 1
-            self.work += len(inputs) + len(outputs)
-            acc: dict[Any, Any] = {}
-            for v, t, r in inputs:
-                if less_equal(t, u):
-                    acc[v] = acc.get(v, 0) + r
-            desired: dict[Any, Any] = {}
-            vals = [(v, c) for v, c in acc.items() if c]
-            if vals:
+            desired: dict = {}
+            if acc_in:
+                vals = sorted_data(acc_in.items(), key=_value)
                 try:
-                    vals.sort()
-                except TypeError:
-                    pass
-                try:
-                    result = self.logic(key, vals)
+                    result = logic(key, vals)
                 except Exception as exc:  # noqa: BLE001 - user code
                     raise self.user_error(exc, (key, vals), u, what="reduce logic") from exc
-                for pair in (self._pairs(result, key, vals, u) if self._check_result
+                for o, r in (self._pairs(result, key, vals, u) if self._check_result
                              else result):
-                    o, r = pair
                     if r:
                         desired[o] = desired.get(o, 0) + r
-            for o, t, r in outputs:
-                if less_equal(t, u):
-                    desired[o] = desired.get(o, 0) - r
-            for o, r in desired.items():
-                if r:
-                    emitted.append(((key, o), u, r))
-                    outputs.append((o, u, r))
+            for o, r in acc_out.items():
+                desired[o] = desired.get(o, 0) - r
+            return desired
+
+        seeds = [t for t in pending if not beyond(t)]
+        for t in pending:
+            if beyond(t):
+                self._add_pending(key, t)   # no evaluation now can depend on it
+        if all(type(t) is int for t in seeds):
+            made, later, work = replay_total(seeds, self.source.trace.get(key),
+                                             self.out_trace.get(key), beyond, correct)
+        else:
+            floor = floor_of(seeds)
+            made, later, work = replay(seeds, self.source.trace.key_histories(key, floor),
+                                       self.out_trace.key_histories(key, floor), beyond,
+                                       correct)
+        self.work += work
+        for u in later:
+            self._add_pending(key, u)
+        for o, u, r in made:
+            emitted.append(((key, o), u, r))
 
     def _pairs(self, result: Any, key: Any, vals: list, time: Any) -> list:
         """The logic's `result` as a list of `(output, diff)` pairs with hashable

@@ -44,8 +44,11 @@ an entry that counts, `(sort_key(f), True) > (sort_key(t), neu)`; then it
 processes it.  Compaction: with int times a reader may let the index compact to
 `{low - 1}` (`low` the least time it may still process): every entry then compares
 with every future `t >= low` as before, under `<=` and under `<`.  Under partial
-orders `advance_by` can change the total-order comparison, so those readers never
-release history (the index keeps every time; it is still consolidated per time).
+orders `advance_by` can change the total-order comparison; but with times
+`Product(epoch, round)` every prefix still to come is at an epoch `>= low`, before
+which every entry counts whatever its round, so a reader lets the index advance
+the epochs of older entries to `low - 1` (`HalfJoin._release_leading`).  Other
+time shapes keep every time (the index is still consolidated per time).
 
 Record formats along a rule (`P` is the payload: `vals` for ints, `(vals, lub)`
 otherwise; `vals` the bound values in the rule's variable order):
@@ -70,7 +73,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Sequence
 
-from lattice import Antichain, join, sort_key
+from lattice import Antichain, Product, join, minimum, sort_key
 from operators.arrange import Arrange
 from operators.base import Operator, Update
 from operators.undo import UndoDict
@@ -175,6 +178,31 @@ class HalfJoin(Operator):
                     self.emit([(finish(vals), lub, r) for (vals, lub), _t, r in out])
         if self.total:
             self._release(frontiers[0])
+        else:
+            self._release_leading(frontiers[0])
+
+    def _release_leading(self, frontier: Antichain) -> None:
+        """`Product(e, i)` times with int epochs `e`: let the index compact to
+        `{Product(low - 1, min)}`, `low` the least epoch of a prefix still to come.
+
+        Every prefix still to come is at an epoch `>= low`, and its half join reads
+        an entry at `s` in the lexicographic `sort_key` order: an entry of an
+        earlier epoch is before it whatever its round.  Advancing by that frontier
+        moves only such entries, to epoch `low - 1` with their round kept, so every
+        comparison is unchanged and so is every join with a `lub` (whose epoch is
+        `>= low`).  Entries of old epochs then consolidate per round, and the index
+        follows the live data instead of every change ever made.  Other time shapes
+        keep every time (the index is still consolidated per time).
+        """
+        times = [*frontier.elements, *self._buffer]
+        if not times or not all(type(t) is Product and type(t.outer) is int for t in times):
+            return
+        low = min(t.outer for t in times)
+        if low < 1 or (self._low is not None and low < self._low + RELEASE_EVERY):
+            return
+        self._low = low
+        floor = Product(low - 1, minimum(times[0].inner))
+        self.index.advance_reader(self._rid, Antichain((floor,)))
 
     def _release(self, frontier: Antichain) -> None:
         """Let the index compact to `{low - 1}`, `low` the least time still to come.

@@ -20,9 +20,10 @@ from ddflow.diff import DiffVector
 from ddflow.errors import BatchError, CompactionError, DataError, DiffError
 from ddflow.testing import antichains, keyed_updates, minimum_of, nonempty_antichains
 from ddflow.testing.times import grid
+import ddflow.trace as trace_module
 from ddflow.trace import Batch, Trace
 from ddflow.updates import accumulate, consolidate
-from lattice import Antichain, Product, advance_by, sort_key
+from lattice import Antichain, Product, advance_by, less_equal, sort_key
 
 
 
@@ -334,6 +335,35 @@ class TraceMachine(RuleBasedStateMachine):
         expected = accumulate(self.model, t)
         assert self.trace.accumulate(t) == expected
         assert nested(self.trace, t) == expected
+
+    @rule(data=st.data())
+    def read_key_histories(self, data):
+        """A reader's view at a floor: base plus the updates above it accumulate like
+        the model at every time in advance of the floor and of the compaction
+        frontier; kept histories (every key, however short, here) are moved on by
+        later reads and checked by `_check()`."""
+        since = self.trace.logical_compaction
+        floors = [t for t in READ_GRID if since.less_equal(t)]
+        if not floors:
+            return
+        floor = data.draw(st.sampled_from(floors))
+        key = data.draw(st.integers(0, 2))
+        old = trace_module._MEMO_MIN
+        trace_module._MEMO_MIN = 1
+        try:
+            histories = self.trace.key_histories(key, floor)
+        finally:
+            trace_module._MEMO_MIN = old
+        for u in [t for t in READ_GRID if less_equal(floor, t) and since.less_equal(t)]:
+            acc: dict = {}
+            for h in histories:
+                for v, r in h.base.items():
+                    acc[v] = acc.get(v, 0) + r
+                for t, v, r in h.ahead():
+                    if less_equal(t, u):
+                        acc[v] = acc.get(v, 0) + r
+            expected = {v: d for (k, v), d in accumulate(self.model, u).items() if k == key}
+            assert {v: d for v, d in acc.items() if d} == expected, (key, floor, u)
 
     @rule()
     def snapshot(self):

@@ -154,3 +154,15 @@ def test_agree_with_networkx_over_thirty_epochs():
         for strategy, cap in caps.items():
             assert cap.at(epoch) == expected, (strategy, epoch)
     assert caps["delta"].updates == caps["generic"].updates == caps["binary"].updates
+
+
+@settings(max_examples=60)
+@given(data=st.data(), schedule=SCHEDULES)
+def test_agree_triangle_compacting_every_epoch(data, schedule):
+    """Product times over more epochs, the half joins releasing their indices at
+    every epoch (`Product(low - 1, 0)`): still the law at every time."""
+    from unittest import mock
+    import operators.wcoj.delta as delta_module
+    g = data.draw(updates("product", data=_edges(4), max_value=5, max_size=24))
+    with mock.patch.object(delta_module, "RELEASE_EVERY", 1):
+        _check_shape(TRIANGLE, [g], ["g"], "product", schedule)

@@ -163,3 +163,35 @@ def test_reduce_work_follows_the_change():
     df.run()
     after = {r["operator"]: r["times_visited"] for r in df.metrics()}
     assert after["count"] - before["count"] == 1
+
+
+def _ordered_logic(key, vals):
+    # Depends on the order of the values: the first one and the number of them.
+    return [(("first", vals[0][0]), 1), (("n", len(vals)), 1)]
+
+
+def _ordered(c):
+    from ddflow.updates import sorted_data
+    out = {}
+    for k, vals in by_key(c).items():
+        for o, d in _ordered_logic(k, sorted_data(vals.items(), key=lambda p: p[0])):
+            out[(k, o)] = out.get((k, o), 0) + d
+    return out
+
+
+@settings(max_examples=150)
+@given(data=st.data(), schedule=SCHEDULES)
+def test_oracle_reduce_values_holding_product_times(data, schedule):
+    """Values that hold `Product` times (whose `<` raises TimeError) reach the logic
+    sorted as `ddflow.updates.sorted_data` sorts them, at partially ordered times."""
+    from ddflow.testing import times
+    kind = data.draw(KINDS)
+    inp = data.draw(keyed_updates(kind, values=times("product", 2)))
+    assert_law(lambda c: c.reduce(_ordered_logic), _ordered, [inp], schedule)
+
+
+def test_reduce_values_holding_product_times_known_answer():
+    """The issue's case: two values `Product(1, 2)` and `Product(0, 3)` of one key."""
+    out = evaluate(lambda c: c.reduce(lambda k, vals: [(len(vals), 1)]),
+                   [[(("a", P(1, 2)), 0, 1), (("a", P(0, 3)), 0, 1)]])
+    assert out == [(("a", 2), 0, 1)]
