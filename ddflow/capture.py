@@ -40,7 +40,7 @@ from bisect import bisect_left, bisect_right
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Sequence
 
-from lattice import Antichain, DataflowError, less_equal, sort_key
+from lattice import Antichain, DataflowError, TimeError, less_equal, sort_key
 from ddflow.updates import (accumulate, consolidate, fallback_key, sort_updates_ordered,
                             sorted_data)
 from operators.base import Operator
@@ -180,6 +180,10 @@ class Capture:
         self.absorbed = 0
         self.scanned = 0
         self.resets = 0
+        #: For a capture added to a running dataflow: the time it was added at.  Its
+        #: first updates are the whole answer there, so it answers at times in
+        #: advance of `since` only (None: it has been there from the start).
+        self.since: Any = None
         self._clear()
 
     def _clear(self) -> None:
@@ -212,6 +216,10 @@ class Capture:
 
         Printed in data order (see `Accumulation`); iterated in no promised order.
         """
+        if self.since is not None and not less_equal(self.since, time):
+            raise TimeError(f"capture '{self.node.name}' was added to the running dataflow "
+                            f"at {self.since!r}: it answers at times in advance of that, "
+                            f"not at {time!r}", operator=self.node.name, time=time)
         self._sync()
         c = self._since
         if c is not None and less_equal(c, time):

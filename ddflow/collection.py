@@ -359,7 +359,7 @@ class Variable:
             raise GraphError(f"Variable '{self.node.name}' set twice", operator=self.node.name)
         if result.scope is not self.scope:
             raise GraphError("Variable.set needs a collection of the variable's scope")
-        self.scope.dataflow._check_building()
+        self.scope.dataflow._check_building(self.scope)
         delta = result.concat(self.source.negate()) if self.source is not None else result
         self.node.inputs.append(delta.node)
         delta.node.consumers.append((self.node, 0))

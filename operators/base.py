@@ -120,6 +120,18 @@ class Operator:
         """Records held in traces this operator owns."""
         return 0
 
+    def release(self) -> None:
+        """This operator is dropped from its dataflow: stop holding back the
+        compaction of the arrangements it reads.  A reader keeps each arrangement it
+        reads in an attribute listed in `_writes`, and the reader id it was given in
+        `_rid_<attribute>` (or `_rid` when it reads one)."""
+        for attr in self._writes:
+            source = getattr(self, attr)
+            rid = getattr(self, f"_rid_{attr}", None)
+            if rid is None:
+                rid = getattr(self, "_rid")
+            source.release_reader(rid)
+
 
     # -- output --------------------------------------------------------------
     def emit(self, updates: list[Update]) -> None:
