@@ -181,6 +181,10 @@ class Capture:
         self.absorbed = 0
         self.scanned = 0
         self.resets = 0
+        #: For a capture added to a running dataflow: the time it was added at.  Its
+        #: first updates are the whole answer there, so it answers at times in
+        #: advance of `since` only (None: it has been there from the start).
+        self.since: Any = None
         self._clear()
 
     def _clear(self) -> None:
@@ -219,6 +223,10 @@ class Capture:
         `Accumulation`); iterated in no promised order.
         """
         time = self._check_time(time)
+        if self.since is not None and not less_equal(self.since, time):
+            raise TimeError(f"capture '{self.node.name}' was added to the running dataflow "
+                            f"at {self.since!r}: it answers at times in advance of that, "
+                            f"not at {time!r}", operator=self.node.name, time=time)
         final = not self.frontier.less_equal(time)
         if not (final or partial):
             raise self._not_final(time)

@@ -405,7 +405,7 @@ class Arranged:
         """This arrangement inside a nested `scope`: its trace read with times
         `t -> Product(t, 0)`, instead of arranging the entered collection again."""
         arranged: Arranged = self
-        for inner in _scope_chain(self.scope, scope):
+        for inner in _scope_chain(self.scope, scope, "enter"):
             source = arranged
             label = name or f"{source.node.name}.enter"
             node = Node(self.dataflow, inner, label, "enter", [source.node],
@@ -460,7 +460,7 @@ class Variable:
             raise GraphError(f"Variable '{self.node.name}' set twice", operator=self.node.name)
         if result.scope is not self.scope:
             raise GraphError("Variable.set needs a collection of the variable's scope")
-        self.scope.dataflow._check_building()
+        self.scope.dataflow._check_building(self.scope)
         delta = result.concat(self.source.negate()) if self.source is not None else result
         self.node.inputs.append(delta.node)
         delta.node.consumers.append((self.node, 0))

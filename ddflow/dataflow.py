@@ -32,12 +32,14 @@ import contextlib
 import warnings
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from lattice import Antichain, Product, as_time, is_time, less_equal, minimum, same_lattice
+from lattice import (Antichain, Product, advance_by, as_time, is_time, join, less_equal, minimum,
+                     same_lattice)
 from ddflow import arguments
 from ddflow.capture import Capture, CaptureOp  # noqa: F401 - re-exported: ddflow.dataflow.Capture
 from ddflow.diff import check_diff
 from ddflow.errors import (DataError, GraphError, SessionClosedError, StalledRunWarning,
                            TimeError)
+from ddflow.updates import consolidate_unsorted
 from operators.base import Operator
 
 EMPTY = Antichain()
@@ -62,6 +64,7 @@ class Scope:
         self.minimum = (minimum(dataflow.time) if parent is None
                         else Product(parent.minimum, 0))
         self.depth = 0 if parent is None else parent.depth + 1
+        self.running = False            # compiled into a run: nothing more goes inside
 
     def __repr__(self) -> str:
         return f"Scope({self.name!r})"
@@ -74,10 +77,14 @@ class Node:
     def __init__(self, dataflow: Dataflow, scope: Scope, name: str, kind: str,
                  inputs: Sequence[Node], factory: Callable[[int, Callable], Operator],
                  exchange: Callable[[Any], Any] | None = None) -> None:
-        dataflow._check_building()
+        dataflow._check_building(scope)
         arguments.name(name, kind)
         self.dataflow = dataflow
         self.id = dataflow._next_id()
+        # An input, or an arrangement of the root scope: something an operator added
+        # after `run()` can import whole (its compacted contents) rather than re-derive.
+        self.importable = scope.parent is None and kind in ("input", "arrange")
+        self.dropped = False
         self.scope = scope
         self.name = name
         self.kind = kind
@@ -272,21 +279,54 @@ class InputSession:
 
 
 class InputOp(Operator):
-    """Source of a session's updates; holds the session's frontier as capability."""
+    """Source of a session's updates; holds the session's frontier as capability.
 
-    _state = ("frontier",)
+    It keeps what it has emitted, compacted (`history`), so that an operator added
+    after `run()` can be handed the input's contents (`snapshot`): the input's own
+    arrangement, in differential dataflow's terms.  The history is re-compacted to
+    the frontier whenever it has doubled since the last time, so it stays within
+    about twice the live records at a constant amortised cost per update.
+    """
+
+    _state = ("frontier", "_live")
+    _append_only = ("history",)
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
         self.frontier: Antichain = EMPTY
+        self.history: list = []
+        self._live = 0          # the history's length after its last compaction
 
     def on_input(self, port: int, updates: list) -> None:
         self.records_in += len(updates)
         # Consolidate first: an update and its retraction in one step cancel.
-        self.emit(self.consolidate(updates))
+        updates = self.consolidate(updates)
+        self.emit(updates)
+        self.history.extend(updates)
+        if len(self.history) > 2 * self._live + 64:
+            self._compact()
+
+    def _compact(self) -> None:
+        # A fresh list, not an edit in place: the undo journal keeps the old one.
+        self.history = _advanced(self.history, self.frontier)
+        self._live = len(self.history)
+
+    def snapshot(self, time: Any) -> list:
+        """Everything this input has emitted, advanced to `time` and consolidated."""
+        return _advanced(self.history, Antichain([time]))
+
+    def trace_records(self) -> int:
+        return len(self.history)
 
     def capabilities(self) -> Iterable[Any]:
         return self.frontier.elements
+
+
+def _advanced(updates: list, frontier: Antichain) -> list:
+    """`updates` with times advanced by `frontier`, consolidated (see `advance_by`)."""
+    if frontier.is_empty():
+        return consolidate_unsorted(updates)
+    return consolidate_unsorted([(d, advance_by(t, frontier), r) for d, t, r in updates])
 
 
 #: What the modules above this one register when they are imported: "collection",
@@ -345,6 +385,11 @@ class Dataflow:
         self.engine = engine
         self._ids = 0
         self._compiled = False
+        self._ran = 0                   # nodes already running (built before a run())
+        #: The join of the inputs' times at the end of the last run(): what a piece
+        #: added afterwards starts from (see `run`).
+        self.time_ran: Any = None
+        self._dropping = False
         self._arrangement_log: list | None = None
         self._loops = 0
 
@@ -393,10 +438,13 @@ class Dataflow:
         self._ids += 1
         return self._ids - 1
 
-    def _check_building(self) -> None:
-        if self._compiled:
-            raise GraphError("the dataflow has already run: build every operator before the "
-                             "first run(), or start a new Dataflow")
+    def _check_building(self, scope: Scope | None = None) -> None:
+        # A dataflow grows after run() (see `run`), but a loop that has run is closed:
+        # its rounds are under way, so build a new iterate over its result instead.
+        if scope is not None and scope.parent is not None and scope.running:
+            raise GraphError(f"the loop {scope.name!r} has already run, so nothing can be "
+                             "added inside it: build a new iterate() over its result, or "
+                             "over the collections it read", operator=scope.name)
 
     # -- running -------------------------------------------------------------
     def run(self) -> None:
@@ -410,23 +458,84 @@ class Dataflow:
         run (no `advance_to`, no `close`), none of them can complete: the run warns
         with a `StalledRunWarning` naming those inputs (and still does the work it
         can: linear operators pass the updates on, as partial answers).
+
+        Operators built since the last `run()` join the running dataflow here, as in
+        differential dataflow's interactive use: each imports the arrangements it
+        reads (compacted to the current time; an input keeps its own), a collection
+        that has none is re-derived from its nearest arranged ancestors, and a new
+        capture's first updates are the whole accumulated answer at the time the
+        piece was added (`Capture.since`), maintained like the rest from then on.
         """
+        from ddflow.engine import plan
         if not self._compiled:
-            from ddflow.engine.plan import prepare
-            prepare(self)
+            plan.prepare(self)
             self.engine.compile(self)
             self._compiled = True
+            self._ran = len(self.nodes)
+            self._mark_running()
+        elif len(self.nodes) > self._ran or self._dropping:
+            growth = plan.grow(self, self._ran)
+            self.engine.grow(self, growth)
+            for cap in self.captures:
+                if cap.node in growth.added:
+                    cap.since = growth.time
+            self._ran = len(self.nodes)
+            self._dropping = False
+            self._mark_running()
         stalled = [s for s in self.sessions
                    if s._pending and not s.closed and s.frontier() == s._ran_at]
         self.engine.run(self)
+        time = self.root.minimum
         for s in self.sessions:
             s._ran_at = s.frontier()
+            time = join(time, s.time)
+        self.time_ran = time
         if stalled:
             names = ", ".join(f"{s.name!r} (at {s.time!r})" for s in stalled)
             warnings.warn(StalledRunWarning(
                 f"run(): the updates given to {names} cannot complete, since the input's "
                 "frontier has not moved since the last run(): advance_to() a later time "
                 "(or close()) the input, then run() again"), stacklevel=2)
+
+    def _mark_running(self) -> None:
+        for node in self.nodes:
+            node.scope.running = True
+
+    def drop(self, what: Any) -> None:
+        """Remove a piece added for a question (a `Capture`, or a collection's
+        operators) together with every operator only it needed; the arrangements those
+        read stop holding back compaction for them.  Takes effect at the next `run()`.
+        """
+        node = getattr(what, "node", None)
+        if node is None or node.dataflow is not self:
+            raise GraphError(f"drop() takes a capture or collection of this dataflow, "
+                             f"not {what!r}")
+        if node.kind == "input":
+            raise GraphError(f"drop(): '{node.name}' is an input; close() its session "
+                             "instead", operator=node.name)
+        live_nodes = [n for n in self.nodes if not n.dropped and n is not node]
+        # What stays: whatever still leads to an output (a node no one reads: a
+        # capture, an inspect, a collection left dangling) other than this one.
+        keep: set = set()
+        stack = [n for n in live_nodes if not n.consumers]
+        while stack:
+            n = stack.pop()
+            if id(n) not in keep:
+                keep.add(id(n))
+                stack.extend(n.inputs)
+        doomed, stack = [], [node]
+        seen: set = set()
+        while stack:
+            n = stack.pop()
+            if id(n) in seen or id(n) in keep or n.kind == "input":
+                continue
+            seen.add(id(n))
+            doomed.append(n)
+            stack.extend(n.inputs)
+        for n in doomed:
+            n.dropped = True
+        self.captures = [c for c in self.captures if not c.node.dropped]
+        self._dropping = True
 
     def step(self) -> None:
         """Alias of `run()`."""

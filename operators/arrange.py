@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from lattice import Antichain, Product
+from lattice import Antichain, Product, advance_by
 from operators.base import Operator, Update
+from ddflow.updates import consolidate_unsorted
 from operators.undo import UndoDict
 from ddflow.errors import DataError
 from ddflow.key_history import KeyHistory
@@ -129,7 +130,7 @@ class Arrange(Operator):
 
     # -- readers and compaction ----------------------------------------------
     def register_reader(self) -> int:
-        rid = len(self._readers)
+        rid = max(self._readers, default=-1) + 1
         self._readers[rid] = None
         return rid
 
@@ -139,8 +140,11 @@ class Arrange(Operator):
         if last is frontier or last == frontier:
             return
         self._readers[rid] = frontier
+        self._recompute_since()
+
+    def _recompute_since(self) -> None:
         frontiers = list(self._readers.values())
-        if any(f is None for f in frontiers):
+        if not frontiers or any(f is None for f in frontiers):
             return
         since = frontiers[0]
         for f in frontiers[1:]:
@@ -148,6 +152,23 @@ class Arrange(Operator):
         if since != self._since and not since.is_empty():
             self._since = since
             self.trace.set_logical_compaction(since)
+
+    def release_reader(self, rid: int) -> None:
+        """Reader `rid` is gone (its dataflow piece was dropped): it no longer holds
+        back compaction."""
+        self._readers.pop(rid, None)
+        self._recompute_since()
+
+    def snapshot(self, time: Any) -> list[Update]:
+        """The sealed contents, each time advanced to `time`, consolidated: what a
+        reader attached now is handed as its first batch (differential dataflow's
+        trace import).  Accumulations at every time in advance of `time` are those of
+        the trace; costs the size of the trace, not of its history."""
+        frontier = Antichain([time])
+        return consolidate_unsorted([((k, v), advance_by(t, frontier), r)
+                                    for batch in self.trace.batches
+                                    for k, entries in batch.data.items()
+                                    for v, t, r in entries])
 
     def trace_records(self) -> int:
         return self.trace.record_count()
@@ -204,6 +225,9 @@ class EnteredArrangement(Operator):
 
     def advance_reader(self, rid: int, frontier: Antichain) -> None:
         self.outer.advance_reader(rid, Antichain(f.outer for f in frontier.elements))
+
+    def release_reader(self, rid: int) -> None:
+        self.outer.release_reader(rid)
 
     def trace_records(self) -> int:
         return 0        # the outer arrangement's records, counted there

@@ -122,6 +122,17 @@ class Operator:
         """Records held in traces this operator owns."""
         return 0
 
+    def release(self) -> None:
+        """This operator is dropped from its dataflow: stop holding back the
+        compaction of the arrangements it reads.  A reader keeps each arrangement it
+        reads in an attribute listed in `_writes`, and the reader id it was given in
+        `_rid_<attribute>` (or `_rid` when it reads one); an operator that only
+        passes its readers' ids on (an entered arrangement) has neither."""
+        for attr in self._writes:
+            rid = getattr(self, f"_rid_{attr}", getattr(self, "_rid", None))
+            if rid is not None:
+                getattr(self, attr).release_reader(rid)
+
 
     # -- output --------------------------------------------------------------
     def emit(self, updates: list[Update]) -> None:

@@ -23,6 +23,11 @@ class Engine(Protocol):
     def compile(self, df: Any) -> None:
         """Build the plan of `df`'s (prepared) graph and instantiate its operators."""
 
+    def grow(self, df: Any, growth: Any) -> None:
+        """Take the operators added to the running dataflow (a `plan.Growth`) next to
+        the running ones, which keep their state; the next `run` first hands the new
+        ones the contents they import."""
+
     def run(self, df: Any) -> None:
         """Take the sessions' pending updates and do all the work their frontiers
         allow; on any error, put everything back (sessions included) and re-raise."""

@@ -60,7 +60,13 @@ def step_shard(index: int, state: Worker | None, incoming: list, plan: Plan,
         for (i, port), ts in queued.items():
             external.setdefault(plan.ports[i][port], Counter()).update(ts)
     state.set_external(external)
-    state.drain()
+    if ctx.get("import"):
+        # The dataflow grew: this superstep only hands new operators their contents.
+        # Nothing is drained until every shard's import messages are known to all
+        # (a new operator must not see a frontier pass a time still on its way).
+        state.import_contents()
+    else:
+        state.drain()
     outbox = state.take_outbox()
     caps, queued = state.pointstamps()
     sent = {key: list(Antichain(u[1] for u in ups)) for key, ups in outbox.items()}
@@ -121,6 +127,10 @@ class BSPEngine:
         """`getattr(op, attr)` of `node`'s operator on every shard."""
         raise NotImplementedError
 
+    def _blobs_now(self) -> list[bytes]:
+        """Every shard's pickled state, in shard order (to grow the dataflow)."""
+        raise NotImplementedError
+
     # -- compile ---------------------------------------------------------------------
     def compile(self, df: Any) -> None:
         """Build the shards' operators and the plan, once, before the first run."""
@@ -138,6 +148,27 @@ class BSPEngine:
                           for s in range(self.shards)}
         self._stamps: dict = {s: ({}, {}) for s in range(self.shards)}
         self._frontiers: list | None = None
+        self._importing = False
+
+    def grow(self, df: Any, growth: Any) -> None:
+        """Operators were added to the running dataflow (`ddflow.engine.plan.grow`):
+        each shard's worker takes them next to its running ones.  The shard states
+        pass through the driver for this (a growth is rare: a new question asked)."""
+        nodes = list(df.nodes)
+        workers = [pickle.loads(b) for b in self._blobs_now()]
+        ops = [instantiate(nodes, s, w.ops[0][:growth.start], growth)
+               for s, w in enumerate(workers)]
+        plan = Plan.of_operators(nodes, ops[0])
+        for s, w in enumerate(workers):
+            w.grow(plan, [ops[s]], growth)
+        self._create([dumps(w) for w in workers])
+        self.plan, self.nodes = plan, nodes
+        self.index = {id(n): i for i, n in enumerate(nodes)}
+        width = len(COUNTERS) + 1
+        self._counters = {s: [list(r) for r in rows[:growth.start]]
+                          + [[0] * width for _ in nodes[growth.start:]]
+                          for s, rows in self._counters.items()}
+        self._importing = True
 
     # -- run -----------------------------------------------------------------------
     def run(self, df: Any) -> None:
@@ -156,6 +187,7 @@ class BSPEngine:
                 session.restore_pending(updates)
             raise
         self._release(handle)
+        self._importing = False
 
     def _run(self, df: Any, taken: list) -> None:
         inputs = {self.index[id(s.node)]: s.frontier() for s in df.sessions}
@@ -169,12 +201,17 @@ class BSPEngine:
                 sent_to.setdefault(dest, {}).setdefault((i, 0), []).extend(u[1] for u in part)
         last_frontiers = None
         frontier_moved = True
+        importing = self._importing
         while True:
             stamps = {s: (caps, _merge_queued(queued, sent_to.get(s, {})))
                       for s, (caps, queued) in self._stamps.items()}
             ctx = {"inputs": inputs, "stamps": stamps, "frontier_moved": frontier_moved,
                    "busy": {s for s, (caps, queued) in stamps.items()
-                            if queued or any(i not in inputs for i in caps)}}
+                            if queued or any(i not in inputs for i in caps)},
+                   "import": importing}
+            if importing:
+                ctx["busy"] = set(range(self.shards))
+                importing = False
             infos, messages = self._superstep(messages, ctx)
             self.supersteps += 1
             errors = [i["error"] for i in infos if "error" in i]
@@ -304,6 +341,9 @@ class InProcessShards(BSPEngine):
     def fetch(self, node: Any, attr: str) -> list:
         i = self.index[id(node)]
         return [getattr(pickle.loads(b).ops[0][i], attr) for b in self._blobs]
+
+    def _blobs_now(self) -> list[bytes]:
+        return list(self._blobs)
 
 
 def dumps(obj: Any) -> bytes:

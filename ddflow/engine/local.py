@@ -40,6 +40,16 @@ class LocalEngine:
         self._index = {id(n): i for i, n in enumerate(nodes)}
         self._worker = Worker(plan, range(self.workers), self.workers, ops)
 
+    def grow(self, df: Any, growth: Any) -> None:
+        """Operators were added to the running dataflow (`ddflow.engine.plan.grow`):
+        instantiate them next to the running ones, which stay as they are."""
+        nodes = list(df.nodes)
+        worker = self._worker
+        ops = [instantiate(nodes, w, worker.ops[w][:growth.start], growth)
+               for w in range(self.workers)]
+        worker.grow(Plan.of_operators(nodes, ops[0]), ops, growth)
+        self._index = {id(n): i for i, n in enumerate(nodes)}
+
     # -- run -----------------------------------------------------------------
     def run(self, df: Any) -> None:
         """One step: feed the sessions' pending updates and run until nothing can move."""
@@ -47,6 +57,7 @@ class LocalEngine:
         taken = [(s, s.take_pending()) for s in df.sessions]
         worker.begin()
         try:
+            worker.import_contents()
             for session, updates in taken:
                 i = self._index[id(session.node)]
                 worker.set_input_frontier(i, session.frontier())

@@ -48,11 +48,26 @@ class Worker:
 
     def __init__(self, plan: Plan, shards: Sequence[int], total: int,
                  ops: Sequence[Sequence[Any]]) -> None:
-        self.plan = plan
         self.shards = list(shards)
         self.total = total
         self._local = {s: k for k, s in enumerate(self.shards)}
-        self.ops = [list(row) for row in ops]                       # ops[k][node]
+        self.told: list = [None] * len(plan.nodes)
+        self.outbox: dict = {}
+        self._external: dict = {}
+        self._undo: dict | None = None
+        self._told_before: list | None = None
+        self._imports: tuple = ()             # (producer, consumer, port, time) to hand over
+        self._imports_before: tuple = ()
+        self.passes = 0
+        self.visits = 0
+        self.routed = 0
+        self._load(plan, ops)
+
+    def _load(self, plan: Plan, ops: Sequence[Sequence[Any]]) -> None:
+        """Take `plan` and its operators `ops[k][node]`, nothing queued, and count
+        the pointstamps they hold (at construction, after a rollback, as it grows)."""
+        self.plan = plan
+        self.ops = [list(row) for row in ops]
         self.queues = [[[[] for _ in range(pn.n_ports)] for pn in plan.nodes]
                        for _ in self.shards]                         # [(batch, counts)]
         self.caps = [[frozenset() for _ in plan.nodes] for _ in self.shards]
@@ -63,19 +78,42 @@ class Worker:
         # Operators that never hold a capability are never asked.
         self._has_caps = [type(row[i]).capabilities is not Operator.capabilities
                           for row in self.ops[:1] for i in range(len(plan.nodes))]
-        self.told: list = [None] * len(plan.nodes)
-        self.tracker = plan.tracker()
-        self.outbox: dict = {}
-        self._external: dict = {}
+        self.outbox = {}
         self._heap: list[int] = []
         self._scheduled: set[int] = set()
         self._uncounted: list = []            # (node, port, queue entry) not counted
-        self._undo: dict | None = None
-        self._told_before: list | None = None
-        self.passes = 0
-        self.visits = 0
-        self.routed = 0
+        self.tracker = plan.tracker()
+        for k in range(len(self.shards)):
+            for i in range(len(plan.nodes)):
+                self._sync_caps(k, i)
+        external, self._external = self._external, {}
+        self.set_external(external)
+        self.tracker.propagate()
         self._schedule_untold()
+
+    def grow(self, plan: Plan, ops: Sequence[Sequence[Any]], growth: Any) -> None:
+        """The dataflow grew (`ddflow.engine.plan.grow`): take the new plan and
+        operators (the running ones among them, as they are), and remember what the
+        running operators must hand the new ones (`import_contents`)."""
+        told = self.told
+        self.told = told[:growth.start] + [None] * (len(plan.nodes) - growth.start)
+        for i in growth.dropped:
+            self.told[i] = None
+        self._load(plan, ops)
+        self._imports = self._imports + tuple((*edge, growth.time) for edge in growth.imports)
+
+    def import_contents(self) -> None:
+        """Hand each new operator the contents of the running one it reads, as its
+        first batch (on the shard the edge's exchange says)."""
+        imports, self._imports = self._imports, ()
+        for producer, consumer, port, time in imports:
+            exchange = [c[2] for c in self.plan.nodes[producer].consumers
+                        if c[0] == consumer and c[1] == port][0]
+            for k, shard in enumerate(self.shards):
+                contents = self.ops[k][producer].snapshot(time)
+                if contents:
+                    self._send(shard, consumer, port, exchange,
+                               self.plan.nodes[consumer].name, contents)
 
     # -- feeding -----------------------------------------------------------------
     def enqueue(self, shard: int, node: int, port: int, updates: list) -> None:
@@ -235,24 +273,30 @@ class Worker:
         self.routed += len(updates)
         watched = self.plan.watched
         for j, port, exchange, name in self.plan.nodes[i].consumers:
-            if exchange is None or total == 1:
-                if watched[j]:
-                    self.enqueue(shard, j, port, updates)
-                else:
-                    # An operator that never reads a frontier takes the batch at once:
-                    # no frontier is read before it has passed it on, so the hop needs
-                    # no pointstamps (and no visit).
-                    k = self._local[shard]
-                    self._touch(k, j)
-                    self.ops[k][j].on_input(port, updates)
-                    self._flush(k, j)
-                continue
-            for dest, part in split_by_shard(updates, exchange, total, name).items():
-                if dest in self._local:
-                    self.enqueue(dest, j, port, part)
-                else:
-                    self.outbox.setdefault((dest, j, port), []).extend(part)
-                    self.tracker.update_counts(self.plan.ports[j][port], time_counts(part))
+            if (exchange is None or total == 1) and not watched[j]:
+                # An operator that never reads a frontier takes the batch at once:
+                # no frontier is read before it has passed it on, so the hop needs
+                # no pointstamps (and no visit).
+                k = self._local[shard]
+                self._touch(k, j)
+                self.ops[k][j].on_input(port, updates)
+                self._flush(k, j)
+            else:
+                self._send(shard, j, port, exchange, name, updates)
+
+    def _send(self, shard: int, j: int, port: int, exchange: Callable | None, name: str,
+              updates: list) -> None:
+        """Queue `updates` from `shard` for node `j`'s `port`: on the same shard, or
+        on the shards the exchange says (an outbox message if held elsewhere)."""
+        if exchange is None or self.total == 1:
+            self.enqueue(shard, j, port, updates)
+            return
+        for dest, part in split_by_shard(updates, exchange, self.total, name).items():
+            if dest in self._local:
+                self.enqueue(dest, j, port, part)
+            else:
+                self.outbox.setdefault((dest, j, port), []).extend(part)
+                self.tracker.update_counts(self.plan.ports[j][port], time_counts(part))
 
     def _schedule_untold(self) -> None:
         # Every operator that reads frontiers hears its first one, even if no data
@@ -301,6 +345,7 @@ class Worker:
         first time the step touches it, so undoing costs what the step touched."""
         self._undo = {}
         self._told_before = list(self.told)
+        self._imports_before = self._imports
 
     def commit(self) -> None:
         if self._undo is not None:
@@ -315,22 +360,10 @@ class Worker:
             for op in self._undo.values():
                 op.rollback()
             self.told = self._told_before
+            self._imports = self._imports_before
         self._undo = None
         self._told_before = None
-        self.queues = [[[[] for _ in range(pn.n_ports)] for pn in self.plan.nodes]
-                       for _ in self.shards]
-        self.outbox = {}
-        self._heap, self._scheduled, self._uncounted = [], set(), []
-        self.tracker = self.plan.tracker()
-        self.caps = [[frozenset() for _ in self.plan.nodes] for _ in self.shards]
-        self._reported = [[None] * len(self.plan.nodes) for _ in self.shards]
-        for k in range(len(self.shards)):
-            for i in range(len(self.plan.nodes)):
-                self._sync_caps(k, i)
-        external, self._external = self._external, {}
-        self.set_external(external)
-        self.tracker.propagate()
-        self._schedule_untold()
+        self._load(self.plan, self.ops)
 
     def _touch(self, k: int, i: int) -> None:
         # An operator's checkpoint extends to the operators it writes (a reader

@@ -64,7 +64,7 @@ def _arranged_records(reuse: bool) -> tuple[dict, dict]:
         e_in.advance_to(epoch)
         r_in.advance_to(epoch)
         df.run()
-    assert out.at(2) == {n: 1 for n in range(51)}
+    assert out.at(1) == {n: 1 for n in range(51)}
     by_scope: dict = {}
     for row in df.metrics():
         if row["kind"] == "arrange":

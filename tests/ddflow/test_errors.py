@@ -180,7 +180,7 @@ def test_graph_errors():
     s.close()
     df.run()
     with pytest.raises(GraphError, match="already run"):
-        c.map(str)
+        loop_scope[0].map(str)          # a loop that has run is closed (the dataflow grows)
 
 
 POISON = ("poison", 0)
