@@ -33,7 +33,7 @@ operator, which receives it on shard `shard_of(key, shards)`.
 from __future__ import annotations
 
 import heapq
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from lattice import Antichain
 from ddflow.engine.plan import Plan
@@ -70,7 +70,8 @@ class Worker:
         self._heap: list[int] = []
         self._scheduled: set[int] = set()
         self._uncounted: list = []            # (node, port, queue entry) not counted
-        self._undo: dict | None = None
+        self._undo: list | None = None          # the operators a step touched
+        self._touched: list[list[bool]] = []
         self._told_before: list | None = None
         self.passes = 0
         self.visits = 0
@@ -191,10 +192,10 @@ class Worker:
             return      # nothing here acts on a frontier
         if self._uncounted:
             self._count_queued()
-        if tracker.changes:
-            self._reschedule(tracker.propagate(), reading=i)
-        frontier = tracker.frontiers(i)
-        changed = frontier != self.told[i]
+        moved, frontier = tracker.settle(i)
+        if moved:
+            self._reschedule(moved, reading=i)
+        changed = frontier is not self.told[i] and frontier != self.told[i]
         self.told[i] = frontier
         for k, got in enumerate(had):
             if got or changed:
@@ -266,11 +267,18 @@ class Worker:
             self._scheduled.add(i)
             heapq.heappush(self._heap, i)
 
-    def _reschedule(self, nodes: set[int], reading: int | None = None) -> None:
+    def _reschedule(self, nodes: Iterable[int], reading: int | None = None) -> None:
         """Schedule the nodes whose frontier moved, if that gives them work (but not
         `reading`, whose frontier is being read right now)."""
+        scheduled = self._scheduled
+        if len(self.ops) == 1:
+            ops = self.ops[0]
+            for i in nodes:
+                if i != reading and i not in scheduled and ops[i].wants_frontier():
+                    self._schedule(i)
+            return
         for i in nodes:
-            if i != reading and i not in self._scheduled and any(
+            if i != reading and i not in scheduled and any(
                     ops[i].wants_frontier() for ops in self.ops):
                 self._schedule(i)
 
@@ -299,12 +307,13 @@ class Worker:
     def begin(self) -> None:
         """Start a step that `rollback` can undo: every operator is checkpointed the
         first time the step touches it, so undoing costs what the step touched."""
-        self._undo = {}
+        self._undo = []
+        self._touched = [[False] * len(self.plan.nodes) for _ in self.shards]
         self._told_before = list(self.told)
 
     def commit(self) -> None:
         if self._undo is not None:
-            for op in self._undo.values():
+            for op in self._undo:
                 op.commit()
         self._undo = None
         self._told_before = None
@@ -312,7 +321,7 @@ class Worker:
     def rollback(self) -> None:
         """Put every touched operator back, drop queued work, rebuild the counts."""
         if self._undo is not None:
-            for op in self._undo.values():
+            for op in self._undo:
                 op.rollback()
             self.told = self._told_before
         self._undo = None
@@ -337,10 +346,12 @@ class Worker:
         # advancing its arrangement's compaction), so only the touched one is named.
         undo = self._undo
         if undo is not None:
-            op = self.ops[k][i]
-            if id(op) not in undo:
+            touched = self._touched[k]
+            if not touched[i]:
+                touched[i] = True
+                op = self.ops[k][i]
                 op.checkpoint()
-                undo[id(op)] = op
+                undo.append(op)
 
 
 def split_by_shard(updates: list, exchange: Callable[[Any], Any], shards: int,
