@@ -121,7 +121,11 @@ class Antichain:
         >>> Antichain.of(1).dominates(Antichain.of(2)), Antichain.of(2).dominates(Antichain.of(1))
         (True, False)
         """
-        return all(self.less_equal(t) for t in other.elements)
+        elements = self.elements
+        for t in other.elements:
+            if not in_advance(elements, t):
+                return False
+        return True
 
     def join(self, other: Antichain) -> Antichain:
         """The frontier whose advanced times are those in advance of both.
