@@ -183,7 +183,10 @@ class Operator:
                 continue
             if value is None or kind in _SCALARS:
                 continue
-            found = list(undo_dicts(value))
+            if kind in _TRACES:
+                found = None        # a trace: known not to hold UndoDicts
+            else:
+                found = list(undo_dicts(value))
             if found:
                 dicts.extend(found)
             elif kind in _TRACES or (hasattr(value, "snapshot") and hasattr(value, "restore")):

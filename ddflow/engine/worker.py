@@ -115,7 +115,7 @@ class Worker:
         """An input's session moved: its operators' capability follows."""
         for k, ops in enumerate(self.ops):
             op = ops[node]
-            if op.frontier != frontier:
+            if op.frontier.elements != frontier.elements:   # (no Python-level __eq__)
                 self._touch(k, node)
                 op.frontier = frontier
                 self._sync_caps(k, node)
