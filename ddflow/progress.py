@@ -350,7 +350,7 @@ class Tracker:
         effects = self._effects
         make = tuple.__new__        # builds a Product without a Python-level call
         moved: dict[int, bool] = {}
-        counts, frontier, stale, node_of = self.counts, self._frontier, self._stale, self.node_of
+        counts, frontier, stale = self.counts, self._frontier, self._stale
         n_times = 0
         for time in by_time:
             n_times += 1
@@ -377,7 +377,7 @@ class Tracker:
                     t = time[0]
                 else:
                     t = arg.apply(time)
-                for port, delta in entries:
+                for port, delta, node_there in entries:
                     c = counts[port]
                     old = c[t] if t in c else 0
                     new = old + delta
@@ -390,17 +390,17 @@ class Tracker:
                         # scheduled then (it wanted nothing): a time coming or going
                         # reports it again.
                         if (old <= 0) != (new <= 0):
-                            moved[node_of[port]] = True
+                            moved[node_there] = True
                         continue
                     if old <= 0 < new:
                         # A new time lowers the frontier only if nothing there is <= it.
                         elements = frontier[port].elements
                         if not elements or not in_advance(elements, t):
                             stale[port] = True
-                            moved[node_of[port]] = True
+                            moved[node_there] = True
                     elif new <= 0 < old and t in frontier[port].elements:
                         stale[port] = True
-                        moved[node_of[port]] = True
+                        moved[node_there] = True
         self.pushed += n_times
         if node is None:
             return moved, None
@@ -438,8 +438,8 @@ class Tracker:
 
     def _effect(self, pattern: tuple) -> tuple:
         """What a time leaving and entering these locations does to the watched ports:
-        `(shape, argument, ((port, +-n), ...))` per summary (see `_kind_of`), for
-        every (port, summary) whose count does not cancel."""
+        `(shape, argument, ((port, +-n, its node), ...))` per summary (see
+        `_kind_of`), for every (port, summary) whose count does not cancel."""
         total: dict[tuple, int] = {}
         for location, delta in pattern:
             for port in self._direct[location]:
@@ -449,7 +449,7 @@ class Tracker:
         by_summary: dict[Summary, list] = {}
         for (port, s), n in total.items():
             if n:
-                by_summary.setdefault(s, []).append((port, n))
+                by_summary.setdefault(s, []).append((port, n, self.node_of[port]))
         effect = tuple((*_kind_of(s), tuple(entries)) for s, entries in by_summary.items())
         if len(self._effects) >= _KEPT:
             self._effects.clear()

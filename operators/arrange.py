@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from lattice import Antichain
+from lattice.antichain import in_advance
 from operators.base import Operator, Update
 from operators.undo import UndoDict
 from ddflow.errors import DataError
@@ -96,7 +97,8 @@ class Arrange(Operator):
             return
         if frontier == self._sealed_upto:
             return      # nothing buffered can have become complete
-        complete = [t for t in buffer if not frontier.less_equal(t)]
+        elements = frontier.elements
+        complete = [t for t in buffer if not in_advance(elements, t)]
         self._sealed_upto = frontier
         ready: list[Update] = []
         for t in complete:
@@ -123,13 +125,12 @@ class Arrange(Operator):
         if last is frontier or last == frontier:
             return
         self._readers[rid] = frontier
-        frontiers = list(self._readers.values())
-        if any(f is None for f in frontiers):
-            return
-        since = frontiers[0]
-        for f in frontiers[1:]:
-            since = since.meet(f)
-        if since != self._since and not since.is_empty():
+        since = None
+        for f in self._readers.values():
+            if f is None:
+                return      # a reader not told its first frontier yet holds all history
+            since = f if since is None else since.meet(f)
+        if since.elements and since != self._since:
             self._since = since
             self.trace.set_logical_compaction(since)
 
