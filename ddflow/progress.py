@@ -502,25 +502,20 @@ _KEPT = 4096
 def _minimal_times(counts: dict) -> tuple:
     """The minimal times of a count table (whose counts are all positive), in
     `sort_key` order: the elements of its `Antichain`."""
-    a = b = None
-    for t in counts:
-        if a is None:
-            a = t
-        elif b is None:
-            b = t
-        else:
-            break
-    else:
-        # One or two times (the usual case: this round and the next epoch), sorted
-        # out without a call.
-        if b is None:
-            return () if a is None else (a,)
+    n = len(counts)
+    if n <= 2:
+        # One or two times (the usual case: this round and the next epoch), compared
+        # inline.
+        if n < 2:
+            return tuple(counts)
+        a, b = counts
         if (type(a) is Product and type(b) is Product and type(a[0]) is int
                 and type(a[1]) is int and type(b[0]) is int and type(b[1]) is int):
             if b[0] < a[0] or (b[0] == a[0] and b[1] < a[1]):
                 a, b = b, a                 # a first in the tuple order
             # Then b <= a is impossible, and a <= b exactly when its round is too.
             return (a,) if a[1] <= b[1] else (a, b)
+    a = next(iter(counts))
     if type(a) is int:
         return (min(counts),)
     if type(a) is Product and type(a[0]) is int and type(a[1]) is int:
