@@ -181,7 +181,8 @@ class Tracker:
     `update(location, time, delta)` records a change (say an operator's new
     capability, or a batch queued at a port, counted once per distinct time);
     `propagate()` pushes the recorded changes along the path summaries and returns the
-    nodes whose input frontier may have moved.  `frontiers(node)` reads them.
+    nodes whose input frontier may have moved.  `frontiers(node)` reads them, and
+    `settle(node)` does both in one call (an engine's visit of an operator).
 
     >>> from lattice import Product as P
     >>> # a loop: 0 = enter, 1 = the body (reads enter and feedback), 2 = feedback

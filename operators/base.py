@@ -183,13 +183,12 @@ class Operator:
                 continue
             if value is None or kind in _SCALARS:
                 continue
-            if kind in _TRACES:
-                found = None        # a trace: known not to hold UndoDicts
-            else:
+            if kind not in _TRACES:         # (a trace is known to hold no UndoDict)
                 found = list(undo_dicts(value))
-            if found:
-                dicts.extend(found)
-            elif kind in _TRACES or (hasattr(value, "snapshot") and hasattr(value, "restore")):
+                if found:
+                    dicts.extend(found)
+                    continue
+            if kind in _TRACES or (hasattr(value, "snapshot") and hasattr(value, "restore")):
                 _TRACES.add(kind)
                 snap = value.snapshot()
                 traces.append((value, snap))

@@ -271,15 +271,11 @@ class Worker:
         """Schedule the nodes whose frontier moved, if that gives them work (but not
         `reading`, whose frontier is being read right now)."""
         scheduled = self._scheduled
-        if len(self.ops) == 1:
-            ops = self.ops[0]
-            for i in nodes:
-                if i != reading and i not in scheduled and ops[i].wants_frontier():
-                    self._schedule(i)
-            return
+        only = self.ops[0] if len(self.ops) == 1 else None     # (no generator for one)
         for i in nodes:
-            if i != reading and i not in scheduled and any(
-                    ops[i].wants_frontier() for ops in self.ops):
+            if i != reading and i not in scheduled and (
+                    only[i].wants_frontier() if only is not None
+                    else any(ops[i].wants_frontier() for ops in self.ops)):
                 self._schedule(i)
 
     # -- reports -------------------------------------------------------------------
