@@ -181,7 +181,8 @@ class Tracker:
     `update(location, time, delta)` records a change (say an operator's new
     capability, or a batch queued at a port, counted once per distinct time);
     `propagate()` pushes the recorded changes along the path summaries and returns the
-    nodes whose input frontier may have moved.  `frontiers(node)` reads them.
+    nodes whose input frontier may have moved.  `frontiers(node)` reads them, and
+    `settle(node)` does both in one call (an engine's visit of an operator).
 
     >>> from lattice import Product as P
     >>> # a loop: 0 = enter, 1 = the body (reads enter and feedback), 2 = feedback
@@ -226,13 +227,21 @@ class Tracker:
             for port, ss in r:
                 if not kept[port]:
                     self._reverse.setdefault(port, []).append((location, ss))
-        #: location -> {time: pointstamps there}, and the minimal times of those
+        #: location -> {time: pointstamps there}, and the minimal times of those (a
+        #: tuple in `sort_key` order: only the ports' frontiers are ever handed out)
         self.stamps: list[dict] = [{} for _ in range(n_locations)]
-        self._own: list[Antichain] = [EMPTY] * n_locations
+        self._own: list[tuple] = [()] * n_locations
         #: port -> {time: locations whose minimal pointstamps reach it at that time}
         self.counts: list[dict] = [{} for _ in range(n_locations)]
         self._frontier: list[Antichain] = [EMPTY] * n_locations
-        self._stale: set[int] = set()
+        #: port -> whether its frontier is due for a recompute from its counts
+        self._stale: list[bool] = [False] * n_locations
+        #: node -> the tuple `frontiers(node)` last returned, while still current:
+        #: handed out again as the same object, so that comparing it with what an
+        #: operator was told last costs nothing
+        self._node_frontiers: list[tuple] = [tuple(EMPTY for _ in ps) for ps in ports]
+        #: minimal times -> their frontier, shared (see `_intern`)
+        self._antichains: dict[tuple, Antichain] = {(): EMPTY}
         #: Changes recorded and not yet propagated: (location, time) -> delta.
         self.changes: dict[tuple[int, Any], int] = {}
         self._effects: dict[tuple, tuple] = {}
@@ -246,7 +255,8 @@ class Tracker:
 
     def update_counts(self, location: int, counts: dict, sign: int = 1) -> None:
         changes = self.changes
-        for time, n in counts.items():
+        for time in counts:
+            n = counts[time]
             key = (location, time)
             if key in changes:
                 m = changes[key] + sign * n
@@ -257,21 +267,42 @@ class Tracker:
             elif n:
                 changes[key] = sign * n
 
-    def propagate(self) -> set[int]:
-        """Apply the recorded changes; the nodes whose input frontier may have moved.
+    def propagate(self) -> dict[int, bool]:
+        """Apply the recorded changes; the nodes whose input frontier may have moved
+        (the keys of the dict returned)."""
+        return self.settle()[0]
+
+    def frontiers(self, node: int) -> tuple[Antichain, ...]:
+        """The frontier at each of `node`'s input ports (changes recorded since the
+        last `propagate` or `settle` are not applied): the same tuple object as the
+        last call's as long as none of them moved, so that comparing it with what
+        the operator was told last costs nothing."""
+        return self.settle(node, push=False)[1]
+
+    def settle(self, node: int | None = None, push: bool = True
+               ) -> tuple[dict[int, bool], tuple[Antichain, ...] | None]:
+        """Apply the recorded changes (if `push`), then read `node`'s input frontiers
+        (if a node is given): the nodes whose input frontier may have moved (the keys
+        of the dict), and those frontiers.  One call per operator visit.
 
         Only a change of a location's own frontier travels: a batch queued at a time
         its port already holds reaches nobody new.
         """
-        changes, self.changes = self.changes, {}
-        if not changes:
-            return set()
-        # Subscripts and `in` rather than method calls in these loops: they run for
-        # every change, and a call costs more than the work it would do.
+        changes = self.changes
+        if changes and push:
+            self.changes = {}
+        else:
+            changes = {}
+        # Subscripts and `in` rather than method calls in these loops (dicts and
+        # lists of flags, not sets): they run for every change, and a call costs
+        # more than the work it would do.
         stamps, own_frontier = self.stamps, self._own
-        dirty: set[int] = set()
-        self.changed += len(changes)
-        for (location, time), delta in changes.items():
+        dirty: dict[int, bool] = {}
+        n_changes = 0
+        for key in changes:
+            n_changes += 1
+            location, time = key
+            delta = changes[key]
             own = stamps[location]
             old = own[time] if time in own else 0
             m = old + delta
@@ -286,61 +317,57 @@ class Tracker:
                 continue
             if old == 0:
                 # A new time moves the location's frontier unless something there is <= it.
-                elements = own_frontier[location].elements
+                elements = own_frontier[location]
                 if not elements or not in_advance(elements, time):
-                    dirty.add(location)
-            elif m == 0 and time in own_frontier[location].elements:
-                dirty.add(location)
-        if not dirty:
-            return set()
+                    dirty[location] = True
+            elif m == 0 and time in own_frontier[location]:
+                dirty[location] = True
+        self.changed += n_changes
         # The frontier changes of the dirty locations, grouped by time: a pointstamp
         # moving from one operator to the next is one time leaving a location and
         # entering another, and downstream of both the two cancel.  The net effect of
         # each such pattern of (location, +-1) on the ports is computed once and kept.
-        by_time: dict[Any, list] = {}
+        by_time: dict[Any, tuple] = {}
         for location in dirty:
-            old_f = own_frontier[location].elements
-            own = stamps[location]
-            if not own:
-                new_f = EMPTY
-            elif len(own) == 1:     # the common case: one time, nothing to sort
-                new_f = Antichain._trusted(tuple(own))
-            else:
-                new_f = _minimal_positive(own)
+            old_f = own_frontier[location]
+            new_f = ()
+            for t in stamps[location]:
+                if new_f:       # two times or more: sort them out
+                    new_f = _minimal_times(stamps[location])
+                    break
+                new_f = (t,)    # the common case: one time, nothing to sort
             own_frontier[location] = new_f
-            new_e = new_f.elements
             for t in old_f:
-                if t not in new_e:
-                    if t in by_time:
-                        by_time[t].append((location, -1))
-                    else:
-                        by_time[t] = [(location, -1)]
-            for t in new_e:
+                if t not in new_f:
+                    by_time[t] = (by_time[t] + ((location, -1),) if t in by_time
+                                  else ((location, -1),))
+            for t in new_f:
                 if t not in old_f:
-                    if t in by_time:
-                        by_time[t].append((location, 1))
-                    else:
-                        by_time[t] = [(location, 1)]
+                    by_time[t] = (by_time[t] + ((location, 1),) if t in by_time
+                                  else ((location, 1),))
         # Applied to the counts straight away: each pattern's effect is already net, and
         # two patterns meeting at one (port, time) in one call is rare (when it
         # happens, a transient zero only marks a frontier for a recompute).
         effects = self._effects
         make = tuple.__new__        # builds a Product without a Python-level call
-        moved: set[int] = set()
-        counts, frontier, stale, node_of = self.counts, self._frontier, self._stale, self.node_of
-        for time, pattern in by_time.items():
-            self.pushed += 1
+        moved: dict[int, bool] = {}
+        counts, frontier, stale = self.counts, self._frontier, self._stale
+        n_times = 0
+        for time in by_time:
+            n_times += 1
+            pattern = by_time[time]
             # (Slices, not len(): no call for the one or two locations of the usual move.)
             if not pattern[1:]:
-                key = (pattern[0],)
+                key = pattern
             elif not pattern[2:]:
                 a, b = pattern
-                key = (a, b) if a < b else (b, a)
+                key = pattern if a < b else (b, a)
             else:
                 key = tuple(sorted(pattern))
             effect = effects[key] if key in effects else self._effect(key)
-            for port, kind, arg, delta in effect:
-                # The common summaries inline (a call per count would cost more).
+            # One image of the time per summary, then every port it reaches that way.
+            for kind, arg, entries in effect:
+                # The common summaries inline (a call per image would cost more).
                 if kind == _SAME:
                     t = time
                 elif kind == _NEXT:
@@ -351,81 +378,97 @@ class Tracker:
                     t = time[0]
                 else:
                     t = arg.apply(time)
-                c = counts[port]
-                old = c[t] if t in c else 0
-                new = old + delta
-                if new:
-                    c[t] = new
-                else:
-                    del c[t]
-                if port in stale:
-                    # Due for a recompute already, but its node may not have been
-                    # scheduled then (it wanted nothing): a time coming or going
-                    # reports it again.
-                    if (old <= 0) != (new <= 0):
-                        moved.add(node_of[port])
-                    continue
-                if old <= 0 < new:
-                    # A new time lowers the frontier only if nothing there is <= it.
-                    elements = frontier[port].elements
-                    if not elements or not in_advance(elements, t):
-                        stale.add(port)
-                        moved.add(node_of[port])
-                elif new <= 0 < old and t in frontier[port].elements:
-                    stale.add(port)
-                    moved.add(node_of[port])
-        return moved
+                for port, delta, node_there in entries:
+                    c = counts[port]
+                    old = c[t] if t in c else 0
+                    new = old + delta
+                    if new:
+                        c[t] = new
+                    else:
+                        del c[t]
+                    if stale[port]:
+                        # Due for a recompute already, but its node may not have been
+                        # scheduled then (it wanted nothing): a time coming or going
+                        # reports it again.
+                        if (old <= 0) != (new <= 0):
+                            moved[node_there] = True
+                        continue
+                    if old <= 0 < new:
+                        # A new time lowers the frontier only if nothing there is <= it.
+                        elements = frontier[port].elements
+                        if not elements or not in_advance(elements, t):
+                            stale[port] = True
+                            moved[node_there] = True
+                    elif new <= 0 < old and t in frontier[port].elements:
+                        stale[port] = True
+                        moved[node_there] = True
+        self.pushed += n_times
+        if node is None:
+            return moved, None
+        ports = self.ports[node]
+        if not self.watched[node]:
+            return moved, tuple(self._pull(port) for port in ports)
+        for port in ports:
+            if stale[port]:
+                # Recomputed from the counts: a new object only if it moved, and then
+                # the one already made for the same times if there is one.
+                stale[port] = False
+                self.rebuilt += 1
+                elements = _minimal_times(counts[port])
+                if elements != frontier[port].elements:
+                    interned = self._antichains
+                    if elements in interned:
+                        frontier[port] = interned[elements]
+                    else:
+                        frontier[port] = self._intern(elements)
+                    if not ports[1:]:
+                        self._node_frontiers[node] = (frontier[port],)
+                    elif not ports[2:]:
+                        self._node_frontiers[node] = (frontier[ports[0]], frontier[ports[1]])
+                    else:
+                        self._node_frontiers[node] = tuple(map(frontier.__getitem__, ports))
+        return moved, self._node_frontiers[node]
+
+    def _intern(self, elements: tuple) -> Antichain:
+        """The frontier of these minimal times, kept so that ports (and epochs) with the
+        same frontier share one object."""
+        if len(self._antichains) >= _KEPT:
+            self._antichains.clear()
+        f = self._antichains[elements] = Antichain._trusted(elements)
+        return f
 
     def _effect(self, pattern: tuple) -> tuple:
         """What a time leaving and entering these locations does to the watched ports:
-        `(port, summary, +-n)` for every (port, summary) whose count does not cancel."""
+        `(shape, argument, ((port, +-n, its node), ...))` per summary (see
+        `_kind_of`), for every (port, summary) whose count does not cancel."""
         total: dict[tuple, int] = {}
         for location, delta in pattern:
             for port in self._direct[location]:
                 total[(port, IDENTITY)] = total.get((port, IDENTITY), 0) + delta
             for port, s in self._moved_by[location]:
                 total[(port, s)] = total.get((port, s), 0) + delta
-        effect = tuple((port, *_kind_of(s), n) for (port, s), n in total.items() if n)
-        if len(self._effects) >= _EFFECTS_KEPT:
+        by_summary: dict[Summary, list] = {}
+        for (port, s), n in total.items():
+            if n:
+                by_summary.setdefault(s, []).append((port, n, self.node_of[port]))
+        effect = tuple((*_kind_of(s), tuple(entries)) for s, entries in by_summary.items())
+        if len(self._effects) >= _KEPT:
             self._effects.clear()
         self._effects[pattern] = effect
         return effect
 
     # -- reading -------------------------------------------------------------------
     def frontier(self, port: int) -> Antichain:
-        if not self.watched[self.node_of[port]]:
+        node = self.node_of[port]
+        if not self.watched[node]:
             return self._pull(port)
-        if port in self._stale:
-            self._stale.discard(port)
-            self._frontier[port] = _minimal_positive(self.counts[port])
-            self.rebuilt += 1
-        return self._frontier[port]
+        return self.frontiers(node)[self.ports[node].index(port)]
 
     def _pull(self, port: int) -> Antichain:
         """An unwatched port's frontier, from the frontiers of the locations reaching it."""
         own = self._own
         return Antichain([s.apply(t) for location, ss in self._reverse.get(port, ())
-                          for t in own[location].elements for s in ss])
-
-    def frontiers(self, node: int) -> tuple[Antichain, ...]:
-        if not self.watched[node]:
-            return tuple(self._pull(port) for port in self.ports[node])
-        stale, cached = self._stale, self._frontier
-        ports = self.ports[node]
-        if stale:
-            for port in ports:
-                if port in stale:
-                    stale.remove(port)
-                    c = self.counts[port]
-                    if len(c) == 1:
-                        for t in c:
-                            cached[port] = Antichain._trusted((t,))
-                    else:
-                        cached[port] = _minimal_positive(c)
-                    self.rebuilt += 1
-        if len(ports) == 1:
-            return (cached[ports[0]],)
-        return tuple(cached[port] for port in ports)
+                          for t in own[location] for s in ss])
 
     def _check(self) -> None:
         """Invariants: no pending change, counts positive, each location's frontier is
@@ -435,7 +478,7 @@ class Tracker:
         expect: list[dict] = [{} for _ in self.counts]
         for location, own in enumerate(self.stamps):
             assert all(n > 0 for n in own.values()), own
-            assert self._own[location] == Antichain(own), (location, own)
+            assert self._own[location] == Antichain(own).elements, (location, own)
             for time in self._own[location]:
                 for port, summaries in self.reach[location]:
                     if not self.watched[self.node_of[port]]:
@@ -444,46 +487,59 @@ class Tracker:
                         t = s.apply(time)
                         expect[port][t] = expect[port].get(t, 0) + 1
         assert expect == self.counts, (expect, self.counts)
-        for port in range(len(self.counts)):
-            if self.watched[self.node_of[port]]:
-                assert self.frontier(port) == Antichain(self.counts[port]), port
+        for node, ports in enumerate(self.ports):
+            if self.watched[node]:
+                want = tuple(Antichain(self.counts[port]) for port in ports)
+                assert tuple(self.frontier(port) for port in ports) == want, node
+                assert self.frontiers(node) == want, node
 
 
-#: Patterns of location frontier changes whose effect on the ports is remembered (a
-#: graph shows few: mostly a time passing from one operator to the next).
-_EFFECTS_KEPT = 4096
+#: How many patterns of location frontier changes (whose effect on the ports is
+#: remembered: a graph shows few, mostly a time passing from one operator to the
+#: next) and how many distinct frontiers (shared objects) a tracker keeps.
+_KEPT = 4096
 
 
-def _minimal_positive(counts: dict) -> Antichain:
-    """The minimal times of a count table (whose counts are all positive)."""
-    if not counts:
-        return EMPTY
-    if len(counts) == 1:
-        return Antichain._trusted(tuple(counts))
-    first = next(iter(counts))
-    if type(first) is int:
-        return Antichain._trusted((min(counts),))
-    if type(first) is Product and type(first[0]) is int and type(first[1]) is int:
+def _minimal_times(counts: dict) -> tuple:
+    """The minimal times of a count table (whose counts are all positive), in
+    `sort_key` order: the elements of its `Antichain`."""
+    n = len(counts)
+    if n <= 2:
+        # One or two times (the usual case: this round and the next epoch), compared
+        # inline.
+        if n < 2:
+            return tuple(counts)
+        a, b = counts
+        if (type(a) is Product and type(b) is Product and type(a[0]) is int
+                and type(a[1]) is int and type(b[0]) is int and type(b[1]) is int):
+            if b[0] < a[0] or (b[0] == a[0] and b[1] < a[1]):
+                a, b = b, a                 # a first in the tuple order
+            # Then b <= a is impossible, and a <= b exactly when its round is too.
+            return (a,) if a[1] <= b[1] else (a, b)
+    a = next(iter(counts))
+    if type(a) is int:
+        return (min(counts),)
+    if type(a) is Product and type(a[0]) is int and type(a[1]) is int:
         # Products of ints (the times at one port are all of one shape): the tuple
         # order is a linear extension of the product order, and the minimal elements
         # have strictly falling rounds in it.
-        if len(counts) == 2:                # the usual case: this round and the next epoch
-            a, b = counts
-            if b[0] < a[0] or (b[0] == a[0] and b[1] < a[1]):
-                a, b = b, a                 # a first in the tuple order
-            return Antichain._trusted((a,) if a[1] <= b[1] else (a, b))
         kept = []
         low = None
         for t in sorted(counts, key=tuple):
             if low is None or t[1] < low:
                 kept.append(t)
                 low = t[1]
-        return Antichain._trusted(tuple(kept))
+        return tuple(kept)
     kept = []
     for t in sorted(counts, key=sort_key):
         if not any(less_equal(k, t) for k in kept):
             kept.append(t)
-    return Antichain._trusted(tuple(kept))
+    return tuple(kept)
+
+
+def _minimal_positive(counts: dict) -> Antichain:
+    """The minimal times of a count table, as an `Antichain`."""
+    return Antichain._trusted(_minimal_times(counts))
 
 
 def time_counts(updates: Sequence[tuple]) -> dict:

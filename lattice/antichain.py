@@ -59,18 +59,30 @@ def in_advance(elements: tuple, t: Any) -> bool:
     >>> in_advance((Product(0, 3), Product(2, 1)), Product(2, 2)), in_advance((), 5)
     (True, False)
     """
-    for e in elements:
-        te = type(e)
-        if te is int:
-            if type(t) is not int:
-                return less_equal(e, t)      # the mismatch raises
+    tt = type(t)
+    if tt is Product:
+        t0, t1 = t
+        if type(t0) is int and type(t1) is int:
+            # The time of every loop: its type looked at once, not per element.
+            for e in elements:
+                if type(e) is Product:
+                    e0, e1 = e
+                    if type(e0) is int and type(e1) is int:
+                        if e0 <= t0 and e1 <= t1:
+                            return True
+                        continue
+                if less_equal(e, t):        # (a mismatch raises)
+                    return True
+            return False
+    elif tt is int:
+        for e in elements:
+            if type(e) is not int:
+                return less_equal(e, t)     # the mismatch raises
             if e <= t:
                 return True
-        elif (te is Product and type(t) is Product and type(e[0]) is int
-              and type(e[1]) is int and type(t[0]) is int and type(t[1]) is int):
-            if e[0] <= t[0] and e[1] <= t[1]:
-                return True
-        elif less_equal(e, t):
+        return False
+    for e in elements:
+        if less_equal(e, t):
             return True
     return False
 
@@ -80,6 +92,21 @@ class Antichain:
     """An immutable set of mutually incomparable times (a frontier)."""
 
     elements: tuple = attrs.field(default=(), converter=_minimal)
+
+    # Written out rather than generated: frontiers are compared at every operator
+    # visit, and attrs' `__ne__` goes through its `__eq__` (two calls, two tuples).
+    def __eq__(self, other: object) -> bool:
+        if type(other) is Antichain:
+            return self.elements == other.elements      # (canonical: sorted, minimal)
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        if type(other) is Antichain:
+            return self.elements != other.elements
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.elements)
 
     @classmethod
     def _trusted(cls, elements: tuple) -> Antichain:
@@ -121,7 +148,11 @@ class Antichain:
         >>> Antichain.of(1).dominates(Antichain.of(2)), Antichain.of(2).dominates(Antichain.of(1))
         (True, False)
         """
-        return all(self.less_equal(t) for t in other.elements)
+        elements = self.elements
+        for t in other.elements:
+            if not in_advance(elements, t):
+                return False
+        return True
 
     def join(self, other: Antichain) -> Antichain:
         """The frontier whose advanced times are those in advance of both.

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from lattice import Antichain, Product, advance_by
+from lattice.antichain import in_advance
 from operators.base import Operator, Update
 from ddflow.updates import consolidate_unsorted
 from operators.undo import UndoDict
@@ -108,7 +109,8 @@ class Arrange(Operator):
             return
         if frontier == self._sealed_upto:
             return      # nothing buffered can have become complete
-        complete = [t for t in buffer if not frontier.less_equal(t)]
+        elements = frontier.elements
+        complete = [t for t in buffer if not in_advance(elements, t)]
         self._sealed_upto = frontier
         ready: list[Update] = []
         for t in complete:
@@ -143,13 +145,12 @@ class Arrange(Operator):
         self._recompute_since()
 
     def _recompute_since(self) -> None:
-        frontiers = list(self._readers.values())
-        if not frontiers or any(f is None for f in frontiers):
-            return
-        since = frontiers[0]
-        for f in frontiers[1:]:
-            since = since.meet(f)
-        if since != self._since and not since.is_empty():
+        since = None
+        for f in self._readers.values():
+            if f is None:
+                return      # a reader not told its first frontier yet holds all history
+            since = f if since is None else since.meet(f)
+        if since is not None and since.elements and since != self._since:
             self._since = since
             self.trace.set_logical_compaction(since)
 

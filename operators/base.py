@@ -178,29 +178,30 @@ class Operator:
         if self._undo_log is not None:
             return
         cls = type(self)
-        names = cls.__dict__.get("_undo_names")
-        if names is None:
-            names = (*_COUNTERS, *self._counters, *self._state)
-            cls._undo_names = names          # per class: its declarations are fixed
-            cls._undo_get = attrgetter(*names)
-        values = cls._undo_get(self)
-        if not (self._state or self._append_only or self._writes):
+        try:
+            names, get, first_state = _PLANS[cls]
+        except KeyError:
+            names, get, first_state = _PLANS[cls] = _plan_of(cls)
+        values = get(self)
+        if first_state is None:
             # A stateless operator (a map, a concat): its counters are all it has.
             self._undo_log = _Checkpoint(names, values, (), (), ())
             self.undo_records += 1
             return
         dicts, traces = [], []
-        for attr, value in zip(self._state, values[len(names) - len(self._state):]):
+        for attr, value in zip(self._state, values[first_state:]):
             kind = type(value)
             if kind is UndoDict:
                 dicts.append(value)
                 continue
             if value is None or kind in _SCALARS:
                 continue
-            found = list(undo_dicts(value))
-            if found:
-                dicts.extend(found)
-            elif kind in _TRACES or (hasattr(value, "snapshot") and hasattr(value, "restore")):
+            if kind not in _TRACES:         # (a trace is known to hold no UndoDict)
+                found = list(undo_dicts(value))
+                if found:
+                    dicts.extend(found)
+                    continue
+            if kind in _TRACES or (hasattr(value, "snapshot") and hasattr(value, "restore")):
                 _TRACES.add(kind)
                 snap = value.snapshot()
                 traces.append((value, snap))
@@ -212,9 +213,11 @@ class Operator:
                     "operators.undo.UndoDict, or list it in _append_only")
         for d in dicts:
             d.checkpoint()
-        prefixes = tuple((a, Prefix(getattr(self, a), len(getattr(self, a))))
-                         for a in self._append_only)
-        self._undo_log = _Checkpoint(names, values, tuple(dicts), tuple(traces), prefixes)
+        prefixes = ()
+        for a in self._append_only:
+            items = getattr(self, a)
+            prefixes += ((a, Prefix(items, len(items))),)
+        self._undo_log = _Checkpoint(names, values, dicts, traces, prefixes)
         # One record for the scalars, one per trace snapshot, one per list length.
         self.undo_records += 1 + len(traces) + len(prefixes)
         for attr in self._writes:
@@ -226,7 +229,9 @@ class Operator:
         if log is None:
             return
         for d in log.dicts:
-            self._tally(d.commit())
+            records, copied = d.commit()
+            self.undo_records += records
+            self.undo_values += copied
         for attr in self._writes:
             getattr(self, attr).commit()
 
@@ -241,7 +246,9 @@ class Operator:
         for attr, value in zip(log.names, log.values):
             setattr(self, attr, value)
         for d in log.dicts:
-            self._tally(d.rollback())
+            records, copied = d.rollback()
+            self.undo_records += records
+            self.undo_values += copied
         for trace, snap in log.traces:
             trace.restore(snap)
         for attr, prefix in log.prefixes:
@@ -250,10 +257,6 @@ class Operator:
             setattr(self, attr, None)
         for attr in self._writes:
             getattr(self, attr).rollback()
-
-    def _tally(self, records_copied: tuple[int, int]) -> None:
-        self.undo_records += records_copied[0]
-        self.undo_values += records_copied[1]
 
     def consolidate(self, updates: list[Update]) -> list[Update]:
         """`consolidate_unsorted`, with unhashable data reported as a `DataError`
@@ -295,7 +298,19 @@ class _Checkpoint:
 
     __slots__ = ("names", "values", "dicts", "traces", "prefixes")
 
-    def __init__(self, names: tuple, values: tuple, dicts: tuple, traces: tuple,
+    def __init__(self, names: tuple, values: tuple, dicts: Sequence, traces: Sequence,
                  prefixes: tuple) -> None:
         self.names, self.values, self.dicts = names, values, dicts
         self.traces, self.prefixes = traces, prefixes
+
+
+#: Per operator class: the attributes a checkpoint saves by value, a getter of them
+#: all, and where the `_state` ones start among them (None: the class has no state,
+#: lists or written operators, only counters).  Its declarations are fixed.
+_PLANS: dict[type, tuple] = {}
+
+
+def _plan_of(cls: type) -> tuple:
+    names = (*_COUNTERS, *cls._counters, *cls._state)
+    stateless = not (cls._state or cls._append_only or cls._writes)
+    return names, attrgetter(*names), None if stateless else len(names) - len(cls._state)

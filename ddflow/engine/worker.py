@@ -33,7 +33,7 @@ operator, which receives it on shard `shard_of(key, shards)`.
 from __future__ import annotations
 
 import heapq
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from lattice import Antichain
 from ddflow.engine.plan import Plan
@@ -54,7 +54,8 @@ class Worker:
         self.told: list = [None] * len(plan.nodes)
         self.outbox: dict = {}
         self._external: dict = {}
-        self._undo: dict | None = None
+        self._undo: list | None = None          # the operators a step touched
+        self._touched: list[list[bool]] = []
         self._told_before: list | None = None
         self._imports: tuple = ()             # (producer, consumer, port, time) to hand over
         self._imports_before: tuple = ()
@@ -152,7 +153,7 @@ class Worker:
         """An input's session moved: its operators' capability follows."""
         for k, ops in enumerate(self.ops):
             op = ops[node]
-            if op.frontier != frontier:
+            if op.frontier.elements != frontier.elements:   # (no Python-level __eq__)
                 self._touch(k, node)
                 op.frontier = frontier
                 self._sync_caps(k, node)
@@ -229,10 +230,10 @@ class Worker:
             return      # nothing here acts on a frontier
         if self._uncounted:
             self._count_queued()
-        if tracker.changes:
-            self._reschedule(tracker.propagate(), reading=i)
-        frontier = tracker.frontiers(i)
-        changed = frontier != self.told[i]
+        moved, frontier = tracker.settle(i)
+        if moved:
+            self._reschedule(moved, reading=i)
+        changed = frontier is not self.told[i] and frontier != self.told[i]
         self.told[i] = frontier
         for k, got in enumerate(had):
             if got or changed:
@@ -310,12 +311,15 @@ class Worker:
             self._scheduled.add(i)
             heapq.heappush(self._heap, i)
 
-    def _reschedule(self, nodes: set[int], reading: int | None = None) -> None:
+    def _reschedule(self, nodes: Iterable[int], reading: int | None = None) -> None:
         """Schedule the nodes whose frontier moved, if that gives them work (but not
         `reading`, whose frontier is being read right now)."""
+        scheduled = self._scheduled
+        only = self.ops[0] if len(self.ops) == 1 else None     # (no generator for one)
         for i in nodes:
-            if i != reading and i not in self._scheduled and any(
-                    ops[i].wants_frontier() for ops in self.ops):
+            if i != reading and i not in scheduled and (
+                    only[i].wants_frontier() if only is not None
+                    else any(ops[i].wants_frontier() for ops in self.ops)):
                 self._schedule(i)
 
     # -- reports -------------------------------------------------------------------
@@ -343,13 +347,14 @@ class Worker:
     def begin(self) -> None:
         """Start a step that `rollback` can undo: every operator is checkpointed the
         first time the step touches it, so undoing costs what the step touched."""
-        self._undo = {}
+        self._undo = []
+        self._touched = [[False] * len(self.plan.nodes) for _ in self.shards]
         self._told_before = list(self.told)
         self._imports_before = self._imports
 
     def commit(self) -> None:
         if self._undo is not None:
-            for op in self._undo.values():
+            for op in self._undo:
                 op.commit()
         self._undo = None
         self._told_before = None
@@ -357,7 +362,7 @@ class Worker:
     def rollback(self) -> None:
         """Put every touched operator back, drop queued work, rebuild the counts."""
         if self._undo is not None:
-            for op in self._undo.values():
+            for op in self._undo:
                 op.rollback()
             self.told = self._told_before
             self._imports = self._imports_before
@@ -370,10 +375,12 @@ class Worker:
         # advancing its arrangement's compaction), so only the touched one is named.
         undo = self._undo
         if undo is not None:
-            op = self.ops[k][i]
-            if id(op) not in undo:
+            touched = self._touched[k]
+            if not touched[i]:
+                touched[i] = True
+                op = self.ops[k][i]
                 op.checkpoint()
-                undo[id(op)] = op
+                undo.append(op)
 
 
 def split_by_shard(updates: list, exchange: Callable[[Any], Any], shards: int,
