@@ -32,6 +32,10 @@ class LocalEngine:
         self.workers = workers
         self._worker: Worker | None = None
         self._index: dict[int, int] = {}
+        # Whether a step has succeeded: until one has, the worker's tracker has never
+        # been told the inputs' frontiers (a rolled-back first step returns it to that
+        # state), so its frontiers are empty and would call every time final.
+        self._stepped = False
 
     # -- compile -------------------------------------------------------------
     def compile(self, df: Any) -> None:
@@ -58,6 +62,7 @@ class LocalEngine:
                 session.restore_pending(updates)
             raise
         worker.commit()
+        self._stepped = True
 
     # -- what front-door objects read -------------------------------------------
     @property
@@ -88,7 +93,7 @@ class LocalEngine:
         return read_since([op.journal for op in self.operators(node)], cursor)
 
     def frontier(self, node: Any) -> tuple | None:
-        """The input frontiers of `node` now (None before the first run)."""
-        if self._worker is None:
+        """The input frontiers of `node` now (None before the first successful run)."""
+        if self._worker is None or not self._stepped:
             return None
         return self._worker.frontier(self._index[id(node)])
