@@ -24,8 +24,8 @@ after it was final fails too (McSherry, Murray, Isaacs, Isard, "Differential
 dataflow", CIDR 2013: the accumulation at a time is the collection at that time).
 
 Runs on the local engine, `LocalEngine(workers=3)` and the in-process BSP driver.
-The suite runs at least `DDFLOW_RELIABILITY_STEPS` rule steps per root lattice
-(default 2,000, split over the three engines).
+The suite runs at least `DDFLOW_RELIABILITY_STEPS` rule steps in all (default 2,000),
+split over the three engines and the two root lattices.
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ from typing import Any, Callable
 
 import pytest
 from hypothesis import HealthCheck, settings, strategies as st
-from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition,
-                                 rule, run_state_machine_as_test)
+from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition, rule,
+                                 run_state_machine_as_test)
 
 import ddflow
 from ddflow.engine.bsp import InProcessShards
 from ddflow.engine.local import LocalEngine
-from ddflow.errors import DataflowError, GraphError, UserFunctionError
+from ddflow.errors import GraphError, UserFunctionError
 from ddflow.testing import join_closure
 from lattice import Product, join, less_equal
 
@@ -52,7 +52,7 @@ TAGS = range(2)
 #: 4-node graph, so the checks reach the fixpoint and a few rounds beyond it.
 ROUNDS = len(NODES) + 2
 
-#: Total rule steps per root lattice, over the three engines.
+#: Rule steps in all, over the three engines and the two root lattices.
 STEPS = int(os.environ.get("DDFLOW_RELIABILITY_STEPS", "2000"))
 
 #: Where a user function fails while the flag is raised (read by the functions at
@@ -344,6 +344,7 @@ class Counters:
     def __init__(self) -> None:
         self.steps = 0
         self.failed_runs = 0
+        self.failed_at: dict[str, int] = {}
         self.late_outputs = 0
         self.checks = 0
 
@@ -487,6 +488,7 @@ class DataflowMachine(RuleBasedStateMachine):
             assert exc.operator == operator, (exc.operator, operator)
             assert isinstance(exc.__cause__, Boom), repr(exc.__cause__)
             self.counters.failed_runs += 1
+            self.counters.failed_at[site] = self.counters.failed_at.get(site, 0) + 1
             assert {name: cap.updates for name, cap in self.caps.items()} == before
             assert {name: s.pending for name, s in self.sessions.items()} == pending
             assert pending == self.pending
