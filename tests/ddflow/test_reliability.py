@@ -320,8 +320,9 @@ class Lattice:
         return Product(t.outer + d.outer, t.inner + d.inner)
 
     def check_times(self, times: set) -> list:
-        """The times to check: the join-closure of `times` and every time between
-        (ints: every int up to the largest)."""
+        """The times to check, given the input times and the minimum: every int up to
+        the largest; for `Product`, the join-closure (an accumulation at any time
+        equals the one at the greatest time of the closure below it)."""
         if self.kind == "int":
             return list(range(max(times) + 1))
         return sorted(join_closure(times), key=lambda t: (t.outer, t.inner))
@@ -520,9 +521,17 @@ class DataflowMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.can_attach())
     @rule(parent=st.sampled_from(LIVE), op=st.sampled_from(sorted(ATTACH)))
     def add_output(self, parent: str, op: str) -> None:
-        """Attach an operator and a capture to a live collection after a run; from
-        then on its answer is checked like the others', at every final time in advance
-        of the inputs' times at the last run (earlier times may be compacted)."""
+        """Attach an operator and a capture to a live collection after a run.
+
+        What it expects of growing dataflows: building on any collection of the
+        running dataflow (an input, a derived collection, a loop's result; joining
+        with an input already arranged) does not raise; the new capture is read only
+        after the next successful `run()` (which a failing user function may roll
+        back first, the growth with it or not); from then on, at every time in
+        advance of the join of the inputs' times at the last run before it was
+        attached (and of `Capture.since`, when the capture has one), it is final
+        exactly when the others are (no input it reads is at or before the time) and
+        its answer is the operator applied to the parent's accumulated answer."""
         self._step()
         name = f"late{len(self.late)}.{op}({parent})"
         col = ATTACH[op][0](self.cols[parent], self.cols)
@@ -578,8 +587,12 @@ class DataflowMachine(RuleBasedStateMachine):
         if name == "reach_rounds":
             return [Product(t, r) for t in roots for r in range(ROUNDS)]
         if name in self.late:
+            # In advance of the inputs' times at the last run before it was attached,
+            # and of the time the capture says it was added at (`Capture.since`).
             since = self.late[name][2]
-            return [t for t in roots if less_equal(since, t)]
+            added = getattr(self.caps[name], "since", None)
+            return [t for t in roots if less_equal(since, t)
+                    and (added is None or less_equal(added, t))]
         return roots
 
     def _check_answer(self, name: str, cap: Any, t: Any, updates: list) -> None:
@@ -607,6 +620,19 @@ class DataflowMachine(RuleBasedStateMachine):
                     f"at {[self.time_at_run[r] for r in reads]}")
                 if not open_:
                     self._check_answer(name, cap, t, updates)
+
+    @invariant()
+    def traces_keep_their_invariants(self) -> None:
+        """Every trace the engine holds in this process (the local engines'; the BSP
+        shards are pickled elsewhere) passes its `_check()`."""
+        if not self.df._compiled:
+            return
+        for node in self.df.nodes:
+            for op in self.df.engine.operators(node):
+                for attr in ("trace", "out_trace"):
+                    trace = getattr(op, attr, None)
+                    if trace is not None:
+                        trace._check()
 
     @invariant()
     def pending_mirrored(self) -> None:
