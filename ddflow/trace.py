@@ -130,8 +130,9 @@ class Trace:
         # it: up to about 4x the live records.  Once the newer batches hold more than half
         # the records of the oldest, merge them all: compaction cancels each deletion
         # against its record, and the trace stays within 1.5x what its last full merge
-        # left.  Such a merge rewrites at most 3x the records that arrived since the
-        # last one: O(1) amortized per record under churn, O(log n) while growing.
+        # left.  Such a merge rewrites less than 3x the records of the newer batches:
+        # O(1) amortized per record (a trace that only grows pays about one rewrite
+        # per record more than the tiers alone).
         if len(batches) > 1:
             oldest = batches[0].len
             if 2 * (sum(b.len for b in batches) - oldest) > oldest:
