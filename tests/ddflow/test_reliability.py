@@ -137,7 +137,11 @@ def build(df: ddflow.Dataflow) -> tuple[dict, dict, dict]:
     cols["degree"] = edges.map(_src, name="sources").count(name="degree")
     cols["edge_set"] = edge_set = edges.distinct(name="edge_set")
     cols["per_node"] = cols["labels"].reduce(_labels_logic, name="per_node")
-    roots = cols["roots"]
+    # The loop starts from the roots as a set: from a multiset with negative counts
+    # the rounds need not grow, and can oscillate for ever (roots {1: -1, 2: 2} over
+    # edges 0->2, 0->3, 1->2, 1->3, 2->1, 3->1 do), which `iterate` reports as a
+    # ConvergenceError after max_rounds.
+    roots = cols["roots"].distinct(name="root_set")
     rounds = {}
 
     def reach_step(x):
@@ -234,8 +238,9 @@ class Program:
             "edge_set": edge_set,
             "per_node": plain_reduce(labels, lambda k, vals: [(sum(m for _v, m in vals), 1)]),
         }
-        # reach: v_0 = roots, v_{r+1} = step(v_r); the capture inside the loop holds
+        # reach: v_0 = the roots' set, v_{r+1} = step(v_r); the capture inside the loop holds
         # step(v_r) at round r.
+        root_set = plain_distinct(roots)
         probe = {}
         for (a, b) in edge_set:
             probe.setdefault(a, []).append(b)
@@ -245,26 +250,30 @@ class Program:
             for n, m in x.items():
                 for b in probe.get(n, ()):
                     _add(y, b, m)
-            return plain_distinct(plain_concat(y, roots))
+            return plain_distinct(plain_concat(y, root_set))
 
-        v, rounds = roots, []
-        while True:
+        v, rounds = root_set, []
+        while len(rounds) <= len(NODES) + 1:    # a monotone fixpoint on a set of nodes
             nxt = step(v)
             rounds.append(nxt)
             if nxt == v:
                 break
             v = nxt
+        else:
+            raise AssertionError(f"the reach oracle does not converge: {rounds}")
         self.reach_rounds = rounds
         out["reach"] = v
         sym = plain_concat(edge_set, plain_map(_swap, edge_set))
         start = {(n, n): 1 for n in plain_distinct(plain_map(_src, plain_concat(
             edge_set, plain_map(_swap, edge_set))))}
         x = start
-        while True:
+        for _round in range(len(NODES) + 2):    # labels only decrease
             nxt = plain_min(plain_concat(plain_map(_pass_label, plain_join(x, sym)), start))
             if nxt == x:
                 break
             x = nxt
+        else:
+            raise AssertionError(f"the components oracle does not converge: {x}")
         out["components"] = x
         self.out = out
 
