@@ -24,6 +24,9 @@ Invariants kept (checked by `_check()` in O(n)):
   there are O(FANIN log n) batches;
 * a key history kept by `key_histories` is its batch's entries advanced by its
   floor (`KeyHistory._check`), and belongs to a batch still in the spine;
+* the batches after the oldest hold at most half its records, so a trace holds at
+  most 1.5x the records of its last full merge (which compaction brings down to
+  the live records);
 * compaction (by `set_logical_compaction` then a merge or `compact()`) never changes
   `accumulate(t)` for a time `t` in advance of the compaction frontier.
 
@@ -135,6 +138,21 @@ class Trace:
             if merged.len:
                 batches.append(merged)
             self._forget(group)
+        # Tiers bound the number of batches, not the records: under churn (a fixed live
+        # set, old records deleted, new ones inserted) the deletions pile up in newer
+        # batches next to the records they delete, in the oldest, until the tiers reach
+        # it: up to about 4x the live records.  Once the newer batches hold more than half
+        # the records of the oldest, merge them all: compaction cancels each deletion
+        # against its record, and the trace stays within 1.5x what its last full merge
+        # left.  Such a merge rewrites less than 3x the records of the newer batches:
+        # O(1) amortized per record (a trace that only grows pays about one rewrite
+        # per record more than the tiers alone).
+        if len(batches) > 1:
+            oldest = batches[0].len
+            if 2 * (sum(b.len for b in batches) - oldest) > oldest:
+                merged = _merge(batches, self._since)
+                self._forget(batches)
+                self._batches = batches = [merged] if merged.len else []
 
     def insert_updates(self, updates: Iterable[tuple[Any, Any, Any]], lower: Antichain,
                        upper: Antichain) -> Batch:
@@ -364,6 +382,10 @@ class Trace:
             oldest, newest = self._batches[i], self._batches[i + FANIN - 1]
             assert oldest.len > FANIN * newest.len, \
                 f"batch sizes not tiered: {[x.len for x in self._batches]}"
+        if len(self._batches) > 1:
+            oldest = self._batches[0].len
+            assert 2 * (self.record_count() - oldest) <= oldest, \
+                f"newer batches outgrew the oldest: {[x.len for x in self._batches]}"
         if prev is not None:
             assert self._upper is not None and prev.upper.dominates(self._upper), \
                 f"trace upper {self._upper!r} before last batch upper {prev.upper!r}"

@@ -313,6 +313,7 @@ class InProcessShards(BSPEngine):
 
     def _create(self, blobs: list[bytes]) -> None:
         self._blobs = list(blobs)
+        self._unpickled: dict[int, tuple[bytes, Worker]] = {}
 
     def _default_shards(self) -> int:
         return 2
@@ -340,7 +341,16 @@ class InProcessShards(BSPEngine):
 
     def fetch(self, node: Any, attr: str) -> list:
         i = self.index[id(node)]
-        return [getattr(pickle.loads(b).ops[0][i], attr) for b in self._blobs]
+        return [getattr(self._shard(s).ops[0][i], attr) for s in range(self.shards)]
+
+    def _shard(self, s: int) -> Worker:
+        """Shard `s` unpickled, once per state: reads between two steps (every capture,
+        every `at`) share one copy instead of each unpickling every shard."""
+        blob = self._blobs[s]
+        cached = self._unpickled.get(s)
+        if cached is None or cached[0] is not blob:
+            cached = self._unpickled[s] = (blob, pickle.loads(blob))
+        return cached[1]
 
     def _blobs_now(self) -> list[bytes]:
         return list(self._blobs)

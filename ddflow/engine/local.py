@@ -30,6 +30,10 @@ class LocalEngine:
         self.workers = positive_int(workers, "workers")
         self._worker: Worker | None = None
         self._index: dict[int, int] = {}
+        # Whether a step has succeeded: until one has, the worker's tracker has never
+        # been told the inputs' frontiers (a rolled-back first step returns it to that
+        # state), so its frontiers are empty and would call every time final.
+        self._stepped = False
 
     # -- compile -------------------------------------------------------------
     def compile(self, df: Any) -> None:
@@ -69,6 +73,7 @@ class LocalEngine:
                 session.restore_pending(updates)
             raise
         worker.commit()
+        self._stepped = True
 
     # -- what front-door objects read -------------------------------------------
     @property
@@ -99,7 +104,7 @@ class LocalEngine:
         return read_since([op.journal for op in self.operators(node)], cursor)
 
     def frontier(self, node: Any) -> tuple | None:
-        """The input frontiers of `node` now (None before the first run)."""
-        if self._worker is None:
+        """The input frontiers of `node` now (None before the first successful run)."""
+        if self._worker is None or not self._stepped:
             return None
         return self._worker.frontier(self._index[id(node)])
