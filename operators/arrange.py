@@ -150,6 +150,10 @@ class Arrange(Operator):
             if f is None:
                 return      # a reader not told its first frontier yet holds all history
             since = f if since is None else since.meet(f)
+        if since is not None and self._since is not None and not self._since.dominates(since):
+            # A reader added to a running dataflow (`Dataflow.run` grows it) may promise
+            # less than the others did: it reads at times in advance of both.
+            since = since.join(self._since)
         if since is not None and since.elements and since != self._since:
             self._since = since
             self.trace.set_logical_compaction(since)

@@ -263,7 +263,9 @@ class BSPEngine:
     def frontier(self, node: Any) -> tuple | None:
         """The input frontiers of `node` after the last superstep (None before)."""
         frontiers = getattr(self, "_frontiers", None)
-        return None if frontiers is None else frontiers[self.index[id(node)]]
+        i = self.index.get(id(node)) if frontiers is not None else None
+        # None too for a node added since the last successful run (`grow`).
+        return None if i is None or i >= len(frontiers) else frontiers[i]
 
     def captured_since(self, node: Any, cursor: Cursor | None) -> tuple[list, Cursor, bool]:
         """As `LocalEngine.captured_since`.  Fetches every shard's whole journal (one

@@ -32,8 +32,10 @@ class LocalEngine:
         self._index: dict[int, int] = {}
         # Whether a step has succeeded: until one has, the worker's tracker has never
         # been told the inputs' frontiers (a rolled-back first step returns it to that
-        # state), so its frontiers are empty and would call every time final.
+        # state), so its frontiers are empty and would call every time final.  The
+        # same holds for nodes added since (`grow`): the first `_stepped_nodes` have run.
         self._stepped = False
+        self._stepped_nodes = 0
 
     # -- compile -------------------------------------------------------------
     def compile(self, df: Any) -> None:
@@ -74,6 +76,7 @@ class LocalEngine:
             raise
         worker.commit()
         self._stepped = True
+        self._stepped_nodes = len(worker.plan.nodes)
 
     # -- what front-door objects read -------------------------------------------
     @property
@@ -88,9 +91,9 @@ class LocalEngine:
 
     def operators(self, node: Any) -> list:
         """The operator instances of `node`, one per worker ([] before the first run)."""
-        if self._worker is None:
-            return []
-        i = self._index[id(node)]
+        i = self._index.get(id(node))
+        if i is None:
+            return []       # not compiled yet (built since the last run)
         return [ops[i] for ops in self._worker.ops]
 
     def captured(self, node: Any) -> list:
@@ -105,6 +108,7 @@ class LocalEngine:
 
     def frontier(self, node: Any) -> tuple | None:
         """The input frontiers of `node` now (None before the first successful run)."""
-        if self._worker is None or not self._stepped:
-            return None
-        return self._worker.frontier(self._index[id(node)])
+        i = self._index.get(id(node))
+        if i is None or i >= self._stepped_nodes:
+            return None     # no successful step has run it yet
+        return self._worker.frontier(i)

@@ -347,3 +347,40 @@ def test_a_new_input_after_run_joins_running_collections():
     s2.advance_to(2)
     df.run()
     assert cap.at(1) == {(1, ("x", "y")): 1}
+
+
+def test_a_new_reader_of_a_compacted_arrangement_under_product_times():
+    """A join added over an arrangement already compacted to `{(0, 1)}`, whose other
+    input is at `(1, 0)`: the new reader promises less than the trace's compaction,
+    which must not move back (it reads at times in advance of both)."""
+    df = ddflow.Dataflow(time=Product(0, 0))
+    (e_in, e), (r_in, r), (l_in, lab) = (df.new_collection(n) for n in "erl")
+    e.join(lab).capture()
+    l_in.insert((0, "a"))
+    e_in.advance_to(Product(0, 1)); r_in.advance_to(Product(1, 0)); l_in.advance_to(Product(0, 1))
+    df.run()
+    cap = r.map(lambda n: (n, n)).join(lab).capture()
+    r_in.insert(0)
+    for s in (e_in, r_in, l_in):
+        s.advance_to(Product(2, 2))
+    df.run()
+    assert cap.since == Product(1, 1)
+    assert cap.at(Product(1, 1)) == {(0, (0, "a")): 1}
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_a_piece_not_run_yet_reads_as_empty_and_not_final(engine):
+    """Before the run that starts it, a new piece has no operators and no answer: its
+    metrics are empty and `at` says it is not final (no KeyError, no wrong `{}`)."""
+    from ddflow.errors import NotFinalError
+    df = ddflow.Dataflow(engine=ENGINES[engine]())
+    s, c = df.new_collection("c")
+    c.capture()
+    s.insert(1)
+    s.advance_to(1)
+    df.run()
+    late = c.count().capture()
+    assert df.engine.operators(late.node) == [] and late.updates == []
+    assert len(df.metrics()) == len(df.nodes)
+    with pytest.raises(NotFinalError):
+        late.at(1)

@@ -4,8 +4,8 @@ A hypothesis `RuleBasedStateMachine` (the stress-test pattern of sortedcontainer
 then check every invariant) drives one dataflow through what users do to it, in any
 order: insert, remove records present or absent (negative multiplicities are legal),
 advance an input, run, run with a user function that fails (the step must be rolled
-back), discard a pending record, read answers, and, once the engine allows it, attach
-a new output to a live collection after a run.
+back), discard a pending record, read answers, and attach a new output to a live
+collection after a run (a growing dataflow).
 
 The program exercises every operator family: a join, a count and a user reduce, a
 distinct, and two loops (reachability, a monotone `distinct` fixpoint, and connected
@@ -42,7 +42,7 @@ from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition,
 import ddflow
 from ddflow.engine.bsp import InProcessShards
 from ddflow.engine.local import LocalEngine
-from ddflow.errors import GraphError, UserFunctionError
+from ddflow.errors import UserFunctionError
 from ddflow.testing import join_closure
 from lattice import Product, join, less_equal
 
@@ -293,20 +293,6 @@ ATTACH = {
 LIVE = ("edges", "roots", "labels", "edge_set", "degree", "joined", "reach", "components")
 
 
-def _growing_supported() -> bool:
-    """Whether operators can be added after `run()` (the growing dataflows feature)."""
-    df = ddflow.Dataflow()
-    _s, c = df.new_collection()
-    c.capture()
-    df.run()
-    try:
-        c.count().capture()
-    except GraphError:
-        return False
-    return True
-
-
-GROWING = _growing_supported()
 
 
 # -- times ---------------------------------------------------------------------------
@@ -534,15 +520,15 @@ class DataflowMachine(RuleBasedStateMachine):
 
     # -- growing -----------------------------------------------------------------------
     def can_attach(self) -> bool:
-        """Whether `add_output` may act: after a run, once the engine can grow."""
-        return GROWING and self.ran and len(self.late) < 4
+        """Whether `add_output` may act: after a run, a few per dataflow."""
+        return self.ran and len(self.late) < 4
 
     @precondition(lambda self: self.can_attach())
     @rule(parent=st.sampled_from(LIVE), op=st.sampled_from(sorted(ATTACH)))
     def add_output(self, parent: str, op: str) -> None:
         """Attach an operator and a capture to a live collection after a run.
 
-        What it expects of growing dataflows: building on any collection of the
+        What growing dataflows promise: building on any collection of the
         running dataflow (an input, a derived collection, a loop's result; joining
         with an input already arranged) does not raise; the new capture is read only
         after the next successful `run()` (which a failing user function may roll
@@ -719,7 +705,7 @@ STEPS_PER_EXAMPLE = 40
 def test_reliability_state_machine(engine: str, kind: str) -> None:
     """Runs examples until this engine's and lattice's share of the steps is done; the
     failing-run rule must have rolled a step back, and answers with content have been
-    compared (and, once the engine can grow, outputs attached after a run)."""
+    compared (and outputs attached after a run)."""
     counters = Counters()
     machine = type(f"DataflowMachine_{engine}_{kind}", (DataflowMachine,), {
         "lattice": Lattice(kind), "make_engine": staticmethod(ENGINES[engine]),
@@ -728,12 +714,11 @@ def test_reliability_state_machine(engine: str, kind: str) -> None:
     # Until the share is done and the rarer rules have acted (a failed run comes about
     # every 33 steps): a few more examples then, never unboundedly many.
     while counters.steps < target or (counters.steps < 4 * target and not (
-            counters.failed_runs and (counters.late_outputs or not GROWING))):
+            counters.failed_runs and counters.late_outputs)):
         examples = max(1, (target - counters.steps) // (STEPS_PER_EXAMPLE // 2))
         run_state_machine_as_test(machine, settings=settings(
             max_examples=examples, stateful_step_count=STEPS_PER_EXAMPLE, deadline=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
     assert counters.failed_runs > 0
     assert counters.nonempty_checks > 0     # answers with content were compared
-    if GROWING:
-        assert counters.late_outputs > 0
+    assert counters.late_outputs > 0
