@@ -137,6 +137,9 @@ class Collection:
         return self._arrange(True, name)
 
     def _arrange(self, by_self: bool, name: str | None, user: str | None = None) -> Arranged:
+        cached = self._arranged.get(by_self)
+        if cached is not None and cached.node.dropped:
+            del self._arranged[by_self]     # its piece was dropped: arrange afresh
         if by_self not in self._arranged and self._entered_from is not None:
             outer = self._entered_from._arranged.get(by_self)
             if outer is not None:

@@ -79,6 +79,10 @@ class Node:
                  exchange: Callable[[Any], Any] | None = None) -> None:
         dataflow._check_building(scope)
         arguments.name(name, kind)
+        for p in inputs:
+            if p.dropped:
+                raise GraphError(f"'{p.name}' was dropped from the dataflow (drop()): build "
+                                 "on a collection that is still running", operator=name)
         self.dataflow = dataflow
         self.id = dataflow._next_id()
         # An input, or an arrangement of the root scope: something an operator added
@@ -533,6 +537,11 @@ class Dataflow:
             seen.add(id(n))
             doomed.append(n)
             stack.extend(n.inputs)
+        if id(node) in keep:
+            readers = ", ".join(sorted({f"'{c.name}'" for c, _p in node.consumers
+                                        if not c.dropped}))
+            raise GraphError(f"drop(): '{node.name}' is still read by {readers}; drop "
+                             "those first", operator=node.name)
         for n in doomed:
             n.dropped = True
         self.captures = [c for c in self.captures if not c.node.dropped]

@@ -179,6 +179,8 @@ def grow(df: Any, start: int) -> Growth:
     and the new operator reads the copy.  The copies are placed before the new nodes,
     so node order stays topological.
 
+    This is the trace import of McSherry et al., "Shared arrangements: practical
+    inter-query sharing for streaming dataflows" (VLDB 2020), in a simulator's terms.
     Contents are handed over advanced to the join of the inputs' times at the end of
     the last run (`Dataflow.time_ran`): every time a new output answers for is in
     advance of it, so compaction up to there is invisible.

@@ -384,3 +384,55 @@ def test_a_piece_not_run_yet_reads_as_empty_and_not_final(engine):
     assert len(df.metrics()) == len(df.nodes)
     with pytest.raises(NotFinalError):
         late.at(1)
+
+
+def test_drop_refuses_what_others_still_read_and_building_on_what_was_dropped():
+    df = ddflow.Dataflow()
+    s, c = df.new_collection("c")
+    doubled = c.map(lambda x: 2 * x, name="double")
+    doubled.count().capture()
+    s.insert(1)
+    s.advance_to(1)
+    df.run()
+    with pytest.raises(GraphError, match="'double' is still read by"):
+        df.drop(doubled)
+    pairs = c.map(lambda x: (x, x))
+    join = pairs.join(pairs)
+    joined = join.capture()
+    s.advance_to(2)
+    df.run()
+    df.drop(joined)
+    with pytest.raises(GraphError, match="was dropped"):
+        join.map(str)
+    with pytest.raises(GraphError, match="was dropped"):
+        pairs.join(pairs)           # only the dropped piece read it: it went too
+    # Asked again, the question is built afresh and answers.
+    pairs = c.map(lambda x: (x, x))
+    again = pairs.join(pairs).capture()
+    s.insert(2)
+    s.advance_to(3)
+    df.run()
+    assert again.at(2) == {(1, (1, 1)): 1, (2, (2, 2)): 1}
+
+
+def test_an_arrangement_dropped_with_its_reader_is_built_afresh():
+    """`kv.join(kv)` arranges the input `kv`; dropped with the join, the arrangement
+    is not handed out again by the collection's cache."""
+    df = ddflow.Dataflow()
+    s, kv = df.new_collection("kv")
+    kv.capture()
+    first = kv.join(kv).capture()
+    s.insert((1, "a"))
+    s.advance_to(1)
+    df.run()
+    df.drop(first)
+    s.advance_to(2)
+    df.run()
+    old = [n for n in df.nodes if n.kind == "arrange"]
+    assert old and all(n.dropped for n in old)
+    again = kv.join(kv).capture()
+    s.insert((1, "b"))
+    s.advance_to(3)
+    df.run()
+    assert not kv.arrange_by_key().node.dropped
+    assert again.at(2) == {(1, (x, y)): 1 for x in "ab" for y in "ab"}
