@@ -194,9 +194,6 @@ def grow(df: Any, start: int) -> Growth:
         p = stack.pop()
         if id(p) in rederive:
             continue
-        if p.dropped:
-            raise GraphError(f"'{p.name}' was dropped; it cannot be read again",
-                             operator=p.name)
         rederive[id(p)] = p
         stack.extend(q for q in p.inputs if not q.importable)
     copies = _copy_nodes(df, [n for n in df.nodes[:start] if id(n) in rederive])
@@ -236,6 +233,7 @@ def _copy_nodes(df: Any, originals: list) -> dict[int, Any]:
         c = Node(df, scope_of(n.scope), n.name, n.kind, [], n.factory, n.exchange)
         df.nodes.remove(c)              # placed by the caller
         c.stages = list(n.stages)
+        c.users = list(n.users)         # errors name the operators the user called
         copies[id(n)] = c
     for n in originals:
         c = copies[id(n)]
