@@ -308,7 +308,7 @@ class InputOp(Operator):
         updates = self.consolidate(updates)
         self.emit(updates)
         self.history.extend(updates)
-        if len(self.history) > 2 * self._live + 64:
+        if len(self.history) > 2 * self._live:
             self._compact()
 
     def _compact(self) -> None:

@@ -27,8 +27,9 @@ def test_every_trace_stays_within_twice_the_live_records() -> None:
     result = run_ddflow(dimension, facts, epochs, checkpoints=3, on_epoch=on_epoch)
     hand = run_handwritten(dimension, facts, epochs)
     assert result["per_group"] == hand["per_group"] and result["keys"] == hand["keys"]
-    # Six traces: the two inputs arranged, count's and distinct's input and output.
-    assert len(seen) == 6
+    # Eight traces: the two inputs' own histories and their arrangements, count's and
+    # distinct's input and output.
+    assert len(seen) == 8
     facts_trace = next(n for name, n in seen.items() if name.startswith("facts.arranged"))
     assert facts_trace >= live         # the live facts themselves, at least
 
@@ -42,7 +43,7 @@ def test_quick_run_reports_the_bound_and_memory(tmp_path) -> None:
     assert saved["updates"] == result["updates"] >= 0.95 * QUICK["updates"]
     assert saved["ddflow"]["heap_peak"] > 0 and saved["handwritten"]["heap_peak"] > 0
     traces = {r["trace"] for r in saved["checkpoints"]}
-    assert len(traces) == 6
+    assert len(traces) == 8     # the inputs' histories among them
     for row in saved["checkpoints"]:
         assert row["records"] <= BOUND * row["live_set"]
         assert row["own_live"] > 0 and row["records"] <= BOUND * row["own_live"]

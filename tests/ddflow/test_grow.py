@@ -193,7 +193,7 @@ def test_work_on_import_follows_the_imported_contents_not_their_history(arrange)
 def test_input_history_stays_within_twice_the_live_records():
     df, s, c = _toggled(300, live=100, arrange=False)
     (op,) = df.engine.operators(s.node)
-    assert op.trace_records() <= 2 * 100 + 64 + 2
+    assert op.trace_records() <= 2 * 100
 
 
 def test_join_over_a_running_arrangement_shares_it():
