@@ -12,8 +12,8 @@ semantics: what a chain of binary joins gives), at every time:
 
 Syntax: `head(v, ..) :- rel(term, ..), rel(term, ..) [.]`, terms being variables
 (identifiers; `_` is a fresh variable each time), ints (`-3`) or quoted strings
-(`'a'`, `"b"`).  A variable may repeat across atoms (a join) and within an atom
-(an equality); a constant filters.  The head lists variables of the body.  Tuples
+(`'a'`, `"b"`); `%` or `//` comment to the end of the line.  A variable may repeat
+across atoms (a join) and within an atom (an equality); a constant filters.  The head lists variables of the body.  Tuples
 of another arity than the atom's do not match it.
 
 Strategies:
@@ -93,7 +93,7 @@ def _caret(rule: str, position: int) -> str:
 # -- tokens and syntax ----------------------------------------------------------------
 
 _TOKEN = re.compile(r"""
-    (?P<ws>\s+)
+    (?P<ws>\s+|%[^\n]*|//[^\n]*)
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<int>-?[0-9]+)
   | (?P<str>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")
