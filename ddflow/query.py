@@ -13,8 +13,9 @@ semantics: what a chain of binary joins gives), at every time:
 Syntax: `head(v, ..) :- rel(term, ..), rel(term, ..) [.]`, terms being variables
 (identifiers; `_` is a fresh variable each time), ints (`-3`) or quoted strings
 (`'a'`, `"b"`); `%` or `//` comment to the end of the line.  A variable may repeat
-across atoms (a join) and within an atom (an equality); a constant filters.  The head lists variables of the body.  Tuples
-of another arity than the atom's do not match it.
+across atoms (a join) and within an atom (an equality); a constant filters.  The
+head lists variables of the body.  Tuples of another arity than the atom's do not
+match it.
 
 Strategies:
 
