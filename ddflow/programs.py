@@ -22,6 +22,14 @@ comparisons `t op t` with `op` in `= != < <= > >=`; a fact `r(c, ..).` lists
 constants.  Terms are `ddflow.query`'s: variables, `_`, ints, quoted strings.  A
 `%` or `//` starts a comment to the end of the line.
 
+Comparisons run on the values as Python compares them: `=` and `!=` compare
+anything, while ordering an int against a string fails when it is evaluated
+(a `UserFunctionError`, the step rolled back).
+
+Strata: Tarjan's strongly connected components of "head depends on body
+relation" (Tarjan, "Depth-first search and linear graph algorithms"), dependencies
+first.
+
 Checks (`QueryError`, the program's line and a caret): syntax; an unsafe rule (a
 variable of the head, of a negated atom or of a comparison not bound by a
 positive atom); a relation used with two arities; a body relation neither
