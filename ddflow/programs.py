@@ -379,7 +379,7 @@ class _Compiler:
         self.env = dict(relations)      # name -> collection of `scope`
         self.given = set(relations)
         self.facts = None
-        self.entered: dict = {}
+        self.negated: dict = {}         # (source id, pattern, named) -> distinct keys
 
     def run(self) -> dict:
         facts = [(c.head.name, tuple(t.value for t in c.head.terms))
@@ -462,10 +462,15 @@ class _Compiler:
             a = lit.atom
             vars_, shape = _shape(a)
             named = [n for n, v in enumerate(vars_) if not is_fresh(v)]
-            match, pick = _matcher(shape), tuple_getter(named)
-            keys = lookup(a.name).flat_map(
-                lambda t, match=match, pick=pick: [pick(m) for m in match(t)],
-                name=f"{label}.not.{a.name}").distinct(name=f"{label}.not.{a.name}.keys")
+            source = lookup(a.name)
+            # Rules negating the same pattern of the same collection share its keys.
+            cache_key = (id(source), shape, tuple(named))
+            keys = self.negated.get(cache_key)
+            if keys is None:
+                match, pick = _matcher(shape), tuple_getter(named)
+                keys = self.negated[cache_key] = source.flat_map(
+                    lambda t, match=match, pick=pick: [pick(m) for m in match(t)],
+                    name=f"{label}.not.{a.name}").distinct(name=f"{label}.not.{a.name}.keys")
             kb = tuple_getter([at[vars_[n]] for n in named])
             cur = (cur.map(lambda b, kb=kb: (kb(b), b), name=f"{label}.key")
                    .antijoin(keys, name=f"{label}.not.{a.name}")

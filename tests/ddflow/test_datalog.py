@@ -344,6 +344,20 @@ def test_oracle_facts_in_the_text_and_given_relation_with_rules() -> None:
     assert set(caps["tc"].at(0)) == {(5, 6), (6, 7), (7, 8), (5, 7), (6, 8), (5, 8)}
 
 
+def test_not_and_bang_are_the_same_negation_and_share_keys() -> None:
+    df = ddflow.Dataflow()
+    e_in, e = df.new_collection()
+    out = ddflow.datalog("a(x) :- e(x, _), not e(_, x).\nb(x) :- e(x, _), !e(_, x).", e=e)
+    keys = [n for n in df.nodes if n.name.endswith(".keys")]
+    caps = {n: c.capture() for n, c in out.items()}
+    for edge in [(1, 2), (2, 3), (4, 4)]:
+        e_in.insert(edge)
+    e_in.close()
+    df.run()
+    assert caps["a"].at(0) == caps["b"].at(0) == {(1,): 1}
+    assert len({n.id for n in keys}) == 1
+
+
 def test_program_of_facts_only_builds_its_own_dataflow() -> None:
     out = ddflow.datalog("p(1, 'a'). p(2, 'b'). q(x) :- p(x, 'b').")
     cap = out["q"].capture()
