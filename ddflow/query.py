@@ -214,10 +214,9 @@ class Parser:
         raise QueryError(f"expected a variable, a number or a quoted string, found "
                          f"{self.found(tok)}", self.text, tok.pos)
 
-    def atom(self, what: str, name: Token | None = None) -> Atom:
-        """`name(term, ..)`; `name` when the caller has consumed it already."""
-        if name is None:
-            name = self.expect("ident", None, what)
+    def atom(self, what: str) -> Atom:
+        """`name(term, ..)`; `what` names the expected name in an error."""
+        name = self.expect("ident", None, what)
         self.expect("op", "(", "'('")
         terms = []
         if self.at("op", ")"):
