@@ -18,6 +18,7 @@ as `ddflow.trace` or `ddflow.updates` does not pull in the engines):
     SparkEngine     the same operators, their state sharded over Spark partitions
     Circuit         the DBSP view: circuits of stream operators on the same engine
     query           conjunctive rules as worst-case optimal joins: query(rule, g=c)
+    datalog         recursive Datalog programs with stratified negation: datalog(text, e=c)
     Product, AltNeu, Antichain
                     partially ordered times and frontiers (from `lattice`)
 
@@ -52,6 +53,7 @@ _LAZY = {
     "SparkEngine": ("ddflow.engine.spark", "SparkEngine"),
     "Circuit": ("ddflow.circuit", "Circuit"),
     "query": ("ddflow.query", None),       # the module, callable as the function
+    "datalog": ("ddflow.programs", "datalog"),
     "Product": ("lattice", "Product"),
     "AltNeu": ("lattice", "AltNeu"),
     "Antichain": ("lattice", "Antichain"),

@@ -13,6 +13,10 @@ algorithms of `ddflow run`), `ddflow.io` (reading files, all-or-nothing) and
   changes of the output per epoch.  Input files are parsed and checked whole first,
   so a malformed line is reported (file, line, what was expected; exit status 2)
   before any update is applied.
+* `ddflow run datalog --program FILE --facts DIR [--changes FILE]`: a Datalog
+  program (`ddflow.datalog`) over one facts file per input relation, then each
+  epoch of a change stream (`EPOCH + NAME field ...`); prints each derived
+  relation's changes per epoch as `+ name(a, b)` / `- name(a, b)`.
 * `ddflow bench`: runs the benchmarks and prints their tables.
 
 Exit status: 0 on success, 1 when the demo disagrees with its oracle, 2 on bad
@@ -40,9 +44,10 @@ ALGORITHMS: dict[str, tuple[bool, str]] = {
     "scc": (False, "(node, least node of its strongly connected component)"),
     "closure": (False, "(src, dst) joined by a path of one or more edges"),
     "triangles": (False, "(x, y, z) with edges x->y, y->z, x->z"),
+    "datalog": (False, "a fact of a relation the program derives"),
 }
 
-__all__ = ["main", "ALGORITHMS", "InputFormatError"]
+__all__ = ["main", "run_algorithm", "run_datalog", "ALGORITHMS", "InputFormatError"]
 
 #: Exit status when stdout's reader closed the pipe (the shell's 128 + SIGPIPE).
 EXIT_BROKEN_PIPE = 141
@@ -114,11 +119,17 @@ def _parser() -> _Parser:
                                      "changes per epoch as '+ record' / '- record'.")
     run.add_argument("algorithm", choices=sorted(ALGORITHMS), metavar="ALGORITHM",
                      help="one of: " + ", ".join(sorted(ALGORITHMS)))
-    run.add_argument("--edges", required=True, metavar="FILE",
-                     help="edge list: 'src dst' per line, separated by a comma, tab or "
-                          "spaces; '#' starts a comment")
+    run.add_argument("--edges", metavar="FILE",
+                     help="edge list (every algorithm but datalog): 'src dst' per line, "
+                          "separated by a comma, tab or spaces; '#' starts a comment")
     run.add_argument("--changes", metavar="FILE",
-                     help="change stream: 'EPOCH + src dst' or 'EPOCH - src dst' per line")
+                     help="change stream: 'EPOCH + src dst' or 'EPOCH - src dst' per line "
+                          "(datalog: 'EPOCH + NAME field ...' / 'EPOCH - NAME field ...')")
+    run.add_argument("--program", metavar="FILE",
+                     help="datalog: the program, rules 'head(x, ..) :- body.' and facts")
+    run.add_argument("--facts", metavar="DIR",
+                     help="datalog: one file NAME.csv / NAME.tsv / NAME.txt per input "
+                          "relation, one fact per line")
     run.add_argument("--roots", type=_nodes, action="extend", metavar="NODE[,NODE...]",
                      help="roots of reachability / bfs, comma-separated, the option "
                           "repeatable (default: the first edge's source); each must be "
@@ -186,7 +197,21 @@ def _main(argv: Sequence[str] | None) -> int:
                         workers=args.workers, seed=args.seed,
                         triangles=not args.no_triangles)
     if args.command == "run":
+        run = parser.commands["run"]
+        datalog = args.algorithm == "datalog"
+        for option, needed in (("--edges", not datalog), ("--program", datalog),
+                               ("--facts", datalog)):
+            given = getattr(args, option[2:]) is not None
+            if needed and not given:
+                run.error(f"{args.algorithm} needs {option}")
+            if given and not needed:
+                run.error(f"argument {option}: not an option of {args.algorithm}")
+        if datalog and args.roots:
+            run.error("argument --roots: not an option of datalog")
         try:
+            if datalog:
+                return run_datalog(args.program, args.facts, args.changes,
+                                   engine=args.engine, workers=args.workers)
             return run_algorithm(args.algorithm, args.edges, args.changes, roots=args.roots,
                                  engine=args.engine, workers=args.workers)
         except DataflowError as exc:
@@ -297,6 +322,67 @@ def run_algorithm(algorithm: str, edges_path: str, changes_path: str | None = No
                 sign = "+" if diff > 0 else "-"
                 mult = f"{abs(diff)} x " if abs(diff) != 1 else ""
                 out(f"  {sign} {mult}{_show(data)}")
+    finally:
+        stop = getattr(eng, "stop", None)
+        if stop is not None:
+            stop()
+    return 0
+
+
+def run_datalog(program_path: str, facts_dir: str, changes_path: str | None = None, *,
+                engine: str = "local", workers: int = 1, out: Callable[[str], Any] = print
+                ) -> int:
+    """`ddflow run datalog`: read the program and the facts whole, then feed epoch by
+    epoch and print each derived relation's changes as `+ name(a, b)` / `- name(a, b)`.
+
+    Raises `InputFormatError` (nothing applied) on an unreadable or malformed file,
+    `QueryError` on a program that cannot be planned.
+    """
+    from ddflow.io import _read, load_facts
+    from ddflow.programs import datalog, parse_program
+
+    lines, _name = _read(program_path)
+    text = "\n".join(lines)
+    facts, changes = load_facts(facts_dir, changes_path)
+    program = parse_program(text, facts)     # refuse a bad program before any engine
+    eng = _engine(engine)
+    df = ddflow.Dataflow(engine=eng) if eng is not None else ddflow.Dataflow(workers=workers)
+    sessions, relations = {}, {}
+    for name in program.inputs:
+        sessions[name], relations[name] = df.new_collection(name)
+    derived = datalog(text, **relations)
+    # A program reading no input holds its facts in a dataflow of its own.
+    df = next(iter(derived.values())).dataflow if derived and not sessions else df
+    captures = {name: coll.capture(name) for name, coll in derived.items()}
+    epochs = sorted({0} | {epoch for epoch, _f, _d in changes})
+    by_epoch: dict[int, list] = {}
+    for epoch, fact, diff in changes:
+        by_epoch.setdefault(epoch, []).append((fact, diff))
+    n_facts = sum(len(rows) for rows in facts.values())
+    rules = sum(1 for c in program.clauses if c.body)
+    strata = len(program.strata)
+    out(f"# ddflow run datalog: {counted(rules, 'rule')} in {strata} "
+        f"{'stratum' if strata == 1 else 'strata'}, {counted(n_facts, 'input fact')}, "
+        f"{counted(len(changes), 'change')} over {counted(len(epochs), 'epoch')}; "
+        f"derived: {', '.join(derived) or 'nothing'}")
+    try:
+        for name, session in sessions.items():
+            for fact in facts[name]:
+                session.update_at(fact, 0, 1)
+        for epoch in epochs:
+            for (name, fact), diff in by_epoch.get(epoch, ()):
+                if name in sessions:        # a relation the program does not read
+                    sessions[name].update_at(fact, epoch, diff)
+            for session in sessions.values():
+                session.advance_to(epoch + 1)
+            df.run()
+            now = [(name, u) for name, cap in captures.items() for u in cap.updates
+                   if u[1] == epoch]
+            out(f"epoch {epoch}: {counted(len(now), 'change')}")
+            for name, (data, _t, diff) in now:
+                sign = "+" if diff > 0 else "-"
+                mult = f"{abs(diff)} x " if abs(diff) != 1 else ""
+                out(f"  {sign} {mult}{name}{_show(data)}")
     finally:
         stop = getattr(eng, "stop", None)
         if stop is not None:

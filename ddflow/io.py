@@ -1,7 +1,9 @@
 """Reading edge lists and change streams from files, all-or-nothing.
 
 This module isolates the parsing of the CLI's input files: an edge list (`src dst`
-per line) and a change stream (`EPOCH + src dst` / `EPOCH - src dst` per line).
+per line) and a change stream (`EPOCH + src dst` / `EPOCH - src dst` per line); for
+Datalog, a directory of facts files and a change stream naming the relation
+(`EPOCH + NAME field ...`).
 Fields are separated by a comma, a tab or spaces; `#` starts a comment; blank
 lines are skipped.  It leaves out feeding a dataflow (the CLI does that) and any
 graph semantics beyond one check: a change stream may only remove an edge that is
@@ -119,18 +121,20 @@ def change_rows(lines: Iterable[str], name: str) -> list[tuple[str, int, int, in
     return out
 
 
-def _check_changes(rows: list, edges: list[tuple], kind: type) -> list[tuple]:
-    """Convert the change rows, sorted by epoch, refusing a removal of an absent edge."""
+def _check_changes(rows: list, edges: list, kind: Any, noun: str = "edge") -> list[tuple]:
+    """Convert the change rows, sorted by epoch, refusing a removal of an absent edge
+    (or fact: `kind` converts a row's fields to the record, a type converting each)."""
     present: dict = {}
     for e in edges:
         present[e] = present.get(e, 0) + 1
+    convert = (lambda f: tuple(kind(t) for t in f)) if isinstance(kind, type) else kind
     out = []
     for name, n, epoch, sign, f in sorted(rows, key=lambda r: r[2]):  # stable in an epoch
-        e = tuple(kind(t) for t in f)
+        e = convert(f)
         count = present.get(e, 0) + sign
         if count < 0:
-            raise InputFormatError(f"removes the edge {e!r} at epoch {epoch}, but it is not "
-                                   "present then (expected '-' only for an edge inserted "
+            raise InputFormatError(f"removes the {noun} {e!r} at epoch {epoch}, but it is not "
+                                   f"present then (expected '-' only for a {noun} inserted "
                                    "before)", path=name, line=n)
         present[e] = count
         out.append((epoch, e, sign))
@@ -164,6 +168,83 @@ def load_graph(edges_path: str | Path, changes_path: str | Path | None = None,
     return edges, _check_changes(c_rows, edges, kind), root_list
 
 
+#: The suffixes of the files `load_facts` reads, one file per input relation.
+FACT_SUFFIXES = (".csv", ".tsv", ".txt")
+
+
+def value(token: str) -> Any:
+    """A field of a facts file: an int if it parses as one, else the string, as a
+    Datalog program writes its constants (`3`, `'a'`).
+
+    >>> value("3"), value("-2"), value("a b")
+    (3, -2, 'a b')
+    """
+    try:
+        return int(token)
+    except ValueError:
+        return token
+
+
+def load_facts(directory: str | Path, changes_path: str | Path | None = None
+               ) -> tuple[dict[str, list[tuple]], list[tuple]]:
+    """`(facts, changes)`: one relation per file `NAME.csv` / `NAME.tsv` / `NAME.txt`
+    of `directory` (one fact per line, fields separated by a comma, a tab or spaces,
+    the same number on every line), and a change stream of lines `EPOCH + NAME
+    field ...` / `EPOCH - NAME field ...`, as `[(epoch, (NAME, fact), diff)]` sorted by
+    epoch.  Everything is checked before returning; a change may only remove a fact
+    present at its epoch, and must name a relation of `directory` with its arity.
+    """
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise InputFormatError("expected a directory of facts files (NAME.csv, NAME.tsv "
+                               "or NAME.txt, one per input relation)", path=str(directory))
+    facts: dict[str, list[tuple]] = {}
+    arity: dict[str, int] = {}
+    for path in sorted(folder.iterdir()):
+        if path.suffix not in FACT_SUFFIXES or not path.is_file():
+            continue
+        if path.stem in facts:
+            raise InputFormatError(f"a second file for relation {path.stem!r}", path=str(path))
+        lines, name = _read(path)
+        rows = []
+        for n, raw in enumerate(lines, 1):
+            f = _fields(raw)
+            if not f:
+                continue
+            if path.stem in arity and len(f) != arity[path.stem]:
+                raise InputFormatError(f"expected {arity[path.stem]} fields, as on the first "
+                                       f"line, got {len(f)}: {raw.strip()!r}", path=name,
+                                       line=n, text=raw)
+            arity[path.stem] = len(f)
+            rows.append(tuple(value(t) for t in f))
+        facts[path.stem] = rows
+    c_rows: list = []
+    if changes_path is not None:
+        lines, name = _read(changes_path)
+        for n, raw in enumerate(lines, 1):
+            f = _fields(raw)
+            if not f:
+                continue
+            if len(f) < 4 or f[1] not in ("+", "-") or not f[0].isdigit():
+                raise InputFormatError("expected 'EPOCH + NAME field ...' or 'EPOCH - NAME "
+                                       "field ...' (epoch a non-negative int), got "
+                                       f"{raw.strip()!r}", path=name, line=n, text=raw)
+            rel = f[2]
+            if rel not in facts:
+                raise InputFormatError(f"relation {rel!r} has no facts file in {directory} "
+                                       f"(expected one of {', '.join(sorted(facts)) or 'none'})",
+                                       path=name, line=n, text=raw)
+            if arity.get(rel, len(f) - 3) != len(f) - 3:
+                raise InputFormatError(f"relation {rel!r} has {arity[rel]} fields in its "
+                                       f"facts file, this change {len(f) - 3}", path=name,
+                                       line=n, text=raw)
+            c_rows.append((name, n, int(f[0]), 1 if f[1] == "+" else -1, f[2:]))
+    present = [(rel, fact) for rel, rows in facts.items() for fact in rows]
+    changes = _check_changes(c_rows, present,
+                             lambda f: (f[0], tuple(value(t) for t in f[1:])), noun="fact")
+    return facts, changes
+
+
 def counted(n: int, noun: str) -> str:
     """`n` and `noun`, pluralised with an "s" unless `n == 1`: the CLI's counts.
 
@@ -186,5 +267,5 @@ def parse_changes(lines: Iterable[str], edges: Sequence[tuple], name: str = "<in
     return _check_changes(change_rows(lines, name), list(edges), kind)
 
 
-__all__ = ["InputFormatError", "load_graph", "edge_rows", "change_rows", "parse_edges",
-           "parse_changes", "counted"]
+__all__ = ["InputFormatError", "load_graph", "load_facts", "edge_rows", "change_rows",
+           "parse_edges", "parse_changes", "counted", "value", "FACT_SUFFIXES"]

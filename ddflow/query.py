@@ -12,9 +12,10 @@ semantics: what a chain of binary joins gives), at every time:
 
 Syntax: `head(v, ..) :- rel(term, ..), rel(term, ..) [.]`, terms being variables
 (identifiers; `_` is a fresh variable each time), ints (`-3`) or quoted strings
-(`'a'`, `"b"`).  A variable may repeat across atoms (a join) and within an atom
-(an equality); a constant filters.  The head lists variables of the body.  Tuples
-of another arity than the atom's do not match it.
+(`'a'`, `"b"`); `%` or `//` comment to the end of the line.  A variable may repeat
+across atoms (a join) and within an atom (an equality); a constant filters.  The
+head lists variables of the body.  Tuples of another arity than the atom's do not
+match it.
 
 Strategies:
 
@@ -93,11 +94,11 @@ def _caret(rule: str, position: int) -> str:
 # -- tokens and syntax ----------------------------------------------------------------
 
 _TOKEN = re.compile(r"""
-    (?P<ws>\s+)
+    (?P<ws>\s+|%[^\n]*|//[^\n]*)
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<int>-?[0-9]+)
   | (?P<str>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")
-  | (?P<op>:-|[(),.])
+  | (?P<op>:-|!=|<=|>=|[(),.!<>=])
 """, re.VERBOSE)
 
 _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"'}
@@ -156,6 +157,85 @@ class Rule:
     text: str
 
 
+class Parser:
+    """Recursive descent over the tokens of `text`, a rule or a whole program: the
+    pieces (`term`, `atom`, `expect`) that `parse` and `ddflow.datalog` share.
+    `_` becomes a fresh variable `_0`, `_1`, ... each time (numbered over `text`)."""
+
+    def __init__(self, text: str, end: str = "the end of the rule") -> None:
+        self.text = text
+        self.toks = tokenize(text)
+        self.i = 0
+        self.fresh = 0
+        self.end = end          # how the end of `text` is named in messages
+
+    @property
+    def tok(self) -> Token:
+        """The next token."""
+        return self.toks[self.i]
+
+    def at(self, kind: str, text: str | None = None) -> bool:
+        """Whether the next token is of `kind` (and `text`)."""
+        tok = self.toks[self.i]
+        return tok.kind == kind and (text is None or tok.text == text)
+
+    def found(self, tok: Token) -> str:
+        """`tok` as an error message names it."""
+        return self.end if tok.kind == "end" else repr(tok.text)
+
+    def expect(self, kind: str, text: str | None, what: str) -> Token:
+        """Consume the next token, which must be of `kind` (and `text`)."""
+        tok = self.toks[self.i]
+        if tok.kind != kind or (text is not None and tok.text != text):
+            raise QueryError(f"expected {what}, found {self.found(tok)}", self.text, tok.pos)
+        self.i += 1
+        return tok
+
+    def term(self) -> Term:
+        """A variable, `_`, an int or a quoted string."""
+        tok = self.toks[self.i]
+        self.i += 1
+        if tok.kind == "ident":
+            if tok.text == "_":
+                self.fresh += 1
+                return Term(f"_{self.fresh - 1}", None, tok.pos)
+            return Term(tok.text, None, tok.pos)
+        if tok.kind == "int":
+            try:
+                return Term(None, int(tok.text), tok.pos)
+            except ValueError:      # more digits than Python converts (sys.int_info)
+                raise QueryError(f"the number has {len(tok.text.lstrip('-')):,} digits, "
+                                 "more than Python converts", self.text, tok.pos) from None
+        if tok.kind == "str":
+            body = tok.text[1:-1]
+            return Term(None, re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)),
+                                     body), tok.pos)
+        self.i -= 1
+        raise QueryError(f"expected a variable, a number or a quoted string, found "
+                         f"{self.found(tok)}", self.text, tok.pos)
+
+    def atom(self, what: str) -> Atom:
+        """`name(term, ..)`; `what` names the expected name in an error."""
+        name = self.expect("ident", None, what)
+        self.expect("op", "(", "'('")
+        terms = []
+        if self.at("op", ")"):
+            self.i += 1
+            return Atom(name.text, (), name.pos)
+        while True:
+            terms.append(self.term())
+            if self.at("op", ","):
+                self.i += 1
+                continue
+            self.expect("op", ")", "',' or ')'")
+            return Atom(name.text, tuple(terms), name.pos)
+
+
+def is_fresh(var: str) -> bool:
+    """Whether `var` is the fresh variable of a `_`."""
+    return var.startswith("_") and var[1:].isdigit()
+
+
 def parse(rule: str) -> Rule:
     """Parse `head(..) :- atom(..), ..` (a final `.` is optional).
 
@@ -165,73 +245,20 @@ def parse(rule: str) -> Rule:
     """
     if not isinstance(rule, str):
         raise QueryError(f"a rule is a string, not {type(rule).__name__}")
-    toks = tokenize(rule)
-    i = 0
-    fresh = [0]
-
-    def expect(kind: str, text: str | None, what: str) -> Token:
-        nonlocal i
-        tok = toks[i]
-        if tok.kind != kind or (text is not None and tok.text != text):
-            found = "the end of the rule" if tok.kind == "end" else repr(tok.text)
-            raise QueryError(f"expected {what}, found {found}", rule, tok.pos)
-        i += 1
-        return tok
-
-    def term() -> Term:
-        nonlocal i
-        tok = toks[i]
-        i += 1
-        if tok.kind == "ident":
-            if tok.text == "_":
-                fresh[0] += 1
-                return Term(f"_{fresh[0] - 1}", None, tok.pos)
-            return Term(tok.text, None, tok.pos)
-        if tok.kind == "int":
-            try:
-                return Term(None, int(tok.text), tok.pos)
-            except ValueError:      # more digits than Python converts (sys.int_info)
-                raise QueryError(f"the number has {len(tok.text.lstrip('-')):,} digits, "
-                                 "more than Python converts", rule, tok.pos) from None
-        if tok.kind == "str":
-            body = tok.text[1:-1]
-            return Term(None, re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)),
-                                     body), tok.pos)
-        i -= 1
-        found = "the end of the rule" if tok.kind == "end" else repr(tok.text)
-        raise QueryError(f"expected a variable, a number or a quoted string, found {found}",
-                         rule, tok.pos)
-
-    def atom(what: str) -> Atom:
-        nonlocal i
-        name = expect("ident", None, what)
-        expect("op", "(", "'('")
-        terms = []
-        if toks[i].kind == "op" and toks[i].text == ")":
-            i += 1
-            return Atom(name.text, (), name.pos)
-        while True:
-            terms.append(term())
-            tok = toks[i]
-            if tok.kind == "op" and tok.text == ",":
-                i += 1
-                continue
-            expect("op", ")", "',' or ')'")
-            return Atom(name.text, tuple(terms), name.pos)
-
-    head = atom("the rule's head (a name)")
-    expect("op", ":-", "':-'")
-    body = [atom("an atom (a relation name)")]
-    while toks[i].kind == "op" and toks[i].text == ",":
-        i += 1
-        body.append(atom("an atom (a relation name)"))
-    if toks[i].kind == "op" and toks[i].text == ".":
-        i += 1
-    expect("end", None, "',' or the end of the rule")
+    p = Parser(rule)
+    head = p.atom("the rule's head (a name)")
+    p.expect("op", ":-", "':-'")
+    body = [p.atom("an atom (a relation name)")]
+    while p.at("op", ","):
+        p.i += 1
+        body.append(p.atom("an atom (a relation name)"))
+    if p.at("op", "."):
+        p.i += 1
+    p.expect("end", None, "',' or the end of the rule")
     for t in head.terms:
         if t.var is None:
             raise QueryError("the head lists variables only", rule, t.pos)
-        if t.var.startswith("_") and t.var[1:].isdigit():
+        if is_fresh(t.var):
             raise QueryError("'_' stands for a fresh variable: it cannot be in the head",
                              rule, t.pos)
     for a in body:
@@ -341,6 +368,14 @@ def query(rule: str, /, strategy: str | None = None, **relations: Any) -> Any:
         elif rel.scope is not scope:
             raise QueryError(f"relation '{a.name}' is in scope {rel.scope.name}, the others "
                              f"in {scope.name}: enter() them into one scope", rule, a.pos)
+    return plan(r, relations, strategy)
+
+
+def plan(r: Rule, relations: dict, strategy: str | None = None) -> Any:
+    """Wire rule `r` over `relations` (checked: one `Collection` of one scope per
+    body relation) with `strategy` (`None`: by the rule's shape).  `query` and
+    `ddflow.datalog` both plan through here."""
+    scope = relations[r.body[0].name].scope
     # One source per (relation, pattern): atoms with the same one share its indices.
     source_ids: dict = {}
     sources: list = []
@@ -580,8 +615,8 @@ def wcoj_counters(df: Any) -> dict[str, int]:
     return out
 
 
-__all__ = ["query", "QueryError", "parse", "tokenize", "is_cyclic", "wcoj_counters",
-           "STRATEGIES"]
+__all__ = ["query", "QueryError", "parse", "plan", "Parser", "tokenize", "is_cyclic",
+           "is_fresh", "wcoj_counters", "STRATEGIES"]
 
 
 class _CallableModule(types.ModuleType):
