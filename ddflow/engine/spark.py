@@ -30,6 +30,7 @@ pyspark is imported only by the Spark engine's modules (this one, `spark_io`, an
 
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
 import shutil
@@ -138,6 +139,24 @@ def make_session(master: str = "local[2]", app: str = "ddflow", conf: dict | Non
     return spark
 
 
+#: Temporary paths engines made (checkpoint directories, the project's zip): each
+#: engine removes its own at `stop()`, and whatever is left goes at interpreter exit.
+_MADE: list[str] = []
+
+
+def _remove(paths: list[str]) -> None:
+    for path in paths:
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.exists(path):
+            os.remove(path)
+        if path in _MADE:
+            _MADE.remove(path)
+
+
+atexit.register(lambda: _remove(list(_MADE)))
+
+
 def _project_zip() -> str:
     """The three packages as a zip for `addPyFile` (executors without the install)."""
     root = Path(__file__).resolve().parents[2]
@@ -227,6 +246,7 @@ class SparkEngine(BSPEngine):
         self._previous = None
         self._keep = None
         self._owned = spark is None
+        self._made: list[str] = []
         #: What an executor runs to show it can import the project.
         self._probe = _probe
 
@@ -239,17 +259,21 @@ class SparkEngine(BSPEngine):
         return self._spark
 
     def stop(self) -> None:
-        """Stop the session if this engine made it."""
+        """Stop the session if this engine made it, and remove the temporary files
+        this engine made (its checkpoint directory, the project's zip)."""
         if self._owned and self._spark is not None:
             self._spark.stop()
             self._spark = None
+        _remove(self._made)
+        self._made = []
 
     def _prepare(self) -> None:
         sc = self.spark.sparkContext
         if self.ship_code:
-            sc.addPyFile(_project_zip())
+            sc.addPyFile(self._made_path(_project_zip()))
         if self.checkpoint_every:
-            sc.setCheckpointDir(self.checkpoint_dir or tempfile.mkdtemp(prefix="ddflow-ckpt-"))
+            sc.setCheckpointDir(self.checkpoint_dir
+                                or self._made_path(tempfile.mkdtemp(prefix="ddflow-ckpt-")))
         try:
             sc.parallelize([0], 1).map(self._probe).collect()
         except Exception as exc:  # noqa: BLE001 - Py4J wraps the executor's error
@@ -258,6 +282,11 @@ class SparkEngine(BSPEngine):
                 "executors' Python (`pip install -e .`) or use SparkEngine(ship_code=True)"
                 f" ({str(exc).splitlines()[0][:200]})") from exc
         self.jobs += 1
+
+    def _made_path(self, path: str) -> str:
+        self._made.append(path)
+        _MADE.append(path)
+        return path
 
     def _default_shards(self) -> int:
         return self.spark.sparkContext.defaultParallelism
