@@ -63,9 +63,13 @@ def _fields(raw: str) -> list[str]:
 
 def _read(path: str | Path) -> tuple[list[str], str]:
     """`(lines, name)` of a UTF-8 file (whatever the locale says); an unreadable file,
-    or a path the OS refuses (a NUL byte in it), is an `InputFormatError` too."""
+    or a path the OS refuses (a NUL byte in it), is an `InputFormatError` too.
+
+    Lines end at a newline (`\n`, `\r\n` or `\r`) only, as editors and `wc -l`
+    count them: `str.splitlines` would also break at a form feed or a vertical tab
+    and make the line numbers in errors wrong."""
     try:
-        return Path(path).read_text(encoding="utf-8").splitlines(), str(path)
+        return Path(path).read_text(encoding="utf-8").split("\n"), str(path)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise InputFormatError(f"cannot read the file ({reason})", path=str(path)) from exc

@@ -304,3 +304,12 @@ def test_a_5000_digit_constant_is_a_query_error() -> None:
     with pytest.raises(QueryError) as exc:
         parse(rule)
     assert exc.value.position == rule.index("9")
+
+
+def test_line_numbers_count_newlines_only(tmp_path):
+    """A form feed inside a line does not start a new one (hypothesis found errors
+    naming line 5 of a four-line file)."""
+    path = _write(tmp_path, "edges.txt", b"1 1\n1 1\n1 1\nx y\x0c1")
+    with pytest.raises(InputFormatError) as err:
+        load_graph(path)
+    assert err.value.line == 4
