@@ -33,11 +33,14 @@ from ddflow.updates import accumulate
 def evaluate(build: Callable[..., Any], inputs: Sequence[Sequence[tuple]], *,
              time: Any = None, workers: int = 1, schedule: str = "once",
              fuse: bool = True, dataflow_out: list | None = None,
-             engine: Callable[[], Any] | None = None) -> list[tuple]:
+             engine: Callable[[], Any] | None = None,
+             after_run: Callable[[int], Any] | None = None) -> list[tuple]:
     """The consolidated output of `build(*collections)` fed with `inputs`.
 
     `engine`, if given, makes the engine to run on (a fresh one per call), e.g.
     `lambda: SparkEngine(spark)`; otherwise the local engine with `workers`.
+    `after_run(n)`, with a stepwise schedule, is called after the `n`-th `run()`
+    (from 0): say, to add operators to the running dataflow.
     """
     from ddflow import Dataflow
 
@@ -77,6 +80,8 @@ def evaluate(build: Callable[..., Any], inputs: Sequence[Sequence[tuple]], *,
                 warnings.simplefilter("ignore", StalledRunWarning)
                 df.run()
             finals.record(cap)
+            if after_run is not None:
+                after_run(n)
     else:
         raise ValueError(f"unknown schedule {schedule!r}")
     for s in sessions:
