@@ -31,7 +31,6 @@ It prints a table and writes JSON to `benchmarks/results/datalog.json` (`--out`)
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import statistics
@@ -39,6 +38,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable, Sequence
+
+from benchmarks.common import standard_args
 
 RESULTS = Path(__file__).resolve().parent / "results" / "datalog.json"
 
@@ -326,12 +327,7 @@ def table(rows: dict[str, dict]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_datalog",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes (for tests)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=str(RESULTS), help="where to write the JSON")
-    args = parser.parse_args(argv)
+    args = standard_args("bench_datalog", __doc__, RESULTS, argv)
     config = dict(QUICK if args.quick else FULL, seed=args.seed, quick=args.quick)
     rng = random.Random(args.seed)
     rows = {}

@@ -24,13 +24,14 @@ It prints a table and writes JSON to `benchmarks/results/reachability.json`
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import statistics
 import time
 from pathlib import Path
 from typing import Any, Sequence
+
+from benchmarks.common import standard_args
 
 RESULTS = Path(__file__).resolve().parent / "results" / "reachability.json"
 
@@ -177,12 +178,7 @@ def table(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_reachability",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes (for tests)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=str(RESULTS), help="where to write the JSON")
-    args = parser.parse_args(argv)
+    args = standard_args("bench_reachability", __doc__, RESULTS, argv)
     config = dict(QUICK if args.quick else FULL, seed=args.seed)
     initial, roots, steps = workload(config["nodes"], config["edges"], config["roots"],
                                      config["changes"], config["seed"])

@@ -26,7 +26,6 @@ change).  Timings depend on the machine; work and record counts do not.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import random
@@ -34,6 +33,8 @@ import statistics
 import time
 from pathlib import Path
 from typing import Any, Sequence
+
+from benchmarks.common import standard_args
 
 RESULTS = Path(__file__).resolve().parent / "results" / "wcoj.json"
 TRI = "tri(x, y, z) :- g(x, y), g(y, z), g(x, z)"
@@ -231,12 +232,7 @@ def tables(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_wcoj",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes (for tests)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=str(RESULTS), help="where to write the JSON")
-    args = parser.parse_args(argv)
+    args = standard_args("bench_wcoj", __doc__, RESULTS, argv)
     config = dict(QUICK if args.quick else FULL, seed=args.seed, quick=args.quick)
     result = {"benchmark": "wcoj", "config": config,
               "asymptotics": asymptotics(config),

@@ -6,6 +6,7 @@ run (the machines are shared and noisy); tests never assert on time.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -69,3 +70,15 @@ def save(name: str, result: dict, path: Path | None = None) -> Path:
     result = {"benchmark": name, "python": os.sys.version.split()[0], **result}
     path.write_text(json.dumps(result, indent=2, default=str))
     return path
+
+
+def standard_args(module: str, doc: str, results: Path,
+                  argv: Sequence[str] | None) -> argparse.Namespace:
+    """The options every small benchmark takes: `--quick` (small sizes, for tests),
+    `--seed` and `--out` (where the JSON goes, `results` by default)."""
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{module}",
+                                     description=doc.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (for tests)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=str(results), help="where to write the JSON")
+    return parser.parse_args(argv)
