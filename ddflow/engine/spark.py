@@ -1,38 +1,48 @@
-"""The Spark engine: the same operators, their state sharded by key across Spark partitions.
+"""The Spark engine: the same operators, their state sharded by key across Spark tasks.
 
 Layout (measured on a 2-core machine: any PySpark job that runs Python costs ~80-100 ms,
-a shuffle then `mapPartitions` ~200 ms, so there is one job per superstep, never one per
-operator or per loop round; `benchmarks/bench_spark.py` reports jobs and seconds per step):
+a shuffle then `mapPartitions` ~120-200 ms; `benchmarks/bench_spark_state.py` reports
+jobs, supersteps and bytes persisted per change):
 
-* One record per shard, `(shard, ("S", blob))`: the shard's `Worker` (every
-  operator's traces and buffers for the keys `shard_of` gives it), pickled with
-  cloudpickle, in a persisted RDD partitioned by shard id.
-* One Spark job per *superstep*: `state.union(messages)` (both partitioned by the same
-  partition function object, so the union is narrow: PySpark has no zipPartitions),
-  then `mapPartitionsWithIndex(step)`.  Each shard runs passes locally until nothing
-  more can happen without other shards (a key-local fixpoint finishes inside one
-  task: see `ddflow.engine.bsp.step_shard`); records bound for another shard leave
-  as `(dest, ("M", ...))` and go through `partitionBy` to the next superstep.
-* The driver receives only a small summary per shard (`"I"`): capabilities and
-  message times (for progress tracking), counters, whether anything moved.  It
-  computes the next frontiers and stops when nothing moved and they stand still.
-* A shard with no messages and no work passes its blob through without unpickling.
-* Recovery: lineage plus a checkpoint every `checkpoint_every` supersteps.  Messages
-  are delivered sorted by (source shard, sequence), so a recomputed task after an
-  executor loss rebuilds exactly the same state.
-* Errors: a `DataflowError` in a task (user function, convergence) comes back to the
-  driver as a record; the driver restores the state RDD of the step's start, gives
-  the sessions their updates back and re-raises it, as the local engine does.
+* **Supersteps** (`ddflow.engine.bsp`, `ddflow.engine.superstep`): each shard's task
+  runs its `Worker`'s pass loop until nothing more can happen without other shards
+  (a key-local fixpoint finishes inside one task), then sends its messages `"M"` to
+  their shards, its progress summary `"P"` to every shard and its state record
+  `"S"` to itself.  Every shard works out the same global frontiers and the same
+  verdict from the summaries, so supersteps chain as shuffle stages
+  (`partitionBy(shards, by_shard)` then `mapPartitionsWithIndex`) in **one Spark
+  job**, with one action at the end that brings the `"S"` records to the driver.
+  A run's first job chains `chain` supersteps, each next one twice as many: the
+  jobs per change grow with the log of its supersteps, not with its loop rounds.
+* **State resident on the executors** (`ddflow.engine.shard_log`): the `"S"` record
+  is a token, a few hundred bytes; the worker stays deserialized in the Python
+  worker process that ran it (`RESIDENT`) and is used in place when the next
+  superstep lands there.  What a superstep persists is its log entry (the messages
+  and progress it received, the size of the change), under `checkpoint_dir`; each
+  shard's log is compacted into a full checkpoint now and then.  A task that lands
+  in another process (Spark promises no affinity; an executor was lost; Spark
+  retired an idle Python worker) catches a stale copy up by replaying the entries
+  it missed, or rebuilds the worker from the last full checkpoint and the entries.
+* **Recovery**: within a job, Spark's lineage (tasks are deterministic: messages are
+  delivered sorted by source and sequence, so a recomputed superstep writes the
+  same entry and reaches the same state); between runs there is no lineage at all,
+  the driver keeps the tokens.  Nothing is cached between runs; while a run goes on,
+  only its last job's result (the next job starts from it).
+* A shard with no messages, nothing queued and no frontier change is not loaded.
+* Errors: a `DataflowError` in a task (user function, convergence) travels in the
+  summaries; every shard stops, the driver goes back to the tokens of the step's
+  start, gives the sessions their updates back and re-raises it, as the local
+  engine does.
 
 pyspark is imported only by the Spark engine's modules (this one, `spark_io`, and
-`bsp.dumps` for cloudpickle), and only when they run, never at import time.
+`superstep.dumps` for cloudpickle), and only when they run, never at import time.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import os
-import pickle
 import shutil
 import socket
 import sys
@@ -41,7 +51,10 @@ import zipfile
 from pathlib import Path
 from typing import Any, Iterable
 
-from ddflow.engine.bsp import BSPEngine, dumps, is_idle, run_step_safely
+from ddflow.arguments import positive_int
+from ddflow.engine.bsp import BSPEngine, read_op
+from ddflow.engine.shard_log import RESIDENT, DirectoryStore, ShardLog
+from ddflow.engine.superstep import ShardState, Stage, dumps, replay, shard_superstep
 from ddflow.errors import EngineUnavailableError
 
 
@@ -175,48 +188,44 @@ def _probe(_: Any) -> str:
     return "ok"
 
 
-# -- the task ----------------------------------------------------------------------
+# -- the tasks ---------------------------------------------------------------------
 
-def _task(index: int, records: Iterable, plan: Any, ctx: dict, shards: int) -> Iterable:
-    """One Spark task: one shard's superstep (`ddflow.engine.bsp.step_shard`)."""
-    blob = None
-    incoming = []
-    for _key, value in records:
-        if value[0] == "S":
-            blob = value[1]
-        else:
-            incoming.append(value[1])
-    if is_idle(index, incoming, ctx):
-        state = None
-    else:
-        state = pickle.loads(blob)
-    new, messages, info = run_step_safely(index, state, incoming, plan, ctx, shards)
-    yield (index, ("S", blob if new is None else dumps(new)))
-    for dest, m in messages:
-        yield (dest, ("M", m))
-    yield (index, ("I", info))
+def _task(stage: Stage, index: int, records: Iterable) -> Iterable:
+    """One Spark task: shard `index`'s superstep (`superstep.shard_superstep`), its
+    worker kept in this Python worker process (`shard_log.RESIDENT`)."""
+    return shard_superstep(index, records, stage, RESIDENT)
 
 
 def _is_state(r: tuple) -> bool:
     return r[1][0] == "S"
 
 
-def _is_msg(r: tuple) -> bool:
-    return r[1][0] == "M"
+def _payload(r: tuple) -> Any:
+    return r[1][1]
 
 
-def _messages_only(records: Iterable) -> Iterable:
-    return (r for r in records if r[1][0] == "M")
+def _read(log: ShardLog, transform: Any, tokens: Iterable) -> Iterable:
+    """`transform(worker)` of each shard whose token comes in, its worker loaded as a
+    superstep loads it (and kept)."""
+    for token in tokens:
+        worker = log.load(token, RESIDENT, replay).worker
+        RESIDENT.keep(token, worker)
+        yield (token.shard, transform(worker))
 
 
-def _is_info(r: tuple) -> bool:
-    return r[1][0] == "I"
+class _Reader:
+    """A picklable `worker -> value`: operator `i`'s `attr`, or the pickled worker."""
+
+    def __init__(self, i: int | None = None, attr: Any = None) -> None:
+        self.i, self.attr = i, attr
+
+    def __call__(self, worker: Any) -> Any:
+        return dumps(worker) if self.i is None else read_op(worker, self.i, self.attr)
 
 
-def _fetch(index: int, records: Iterable, node: int, attr: str) -> Iterable:
-    for _key, value in records:
-        if value[0] == "S":
-            yield (index, getattr(pickle.loads(value[1]).ops[0][node], attr))
+def _forget(uid: str, _: Any) -> Iterable:
+    RESIDENT.drop(uid)
+    return []
 
 
 class SparkEngine(BSPEngine):
@@ -226,25 +235,29 @@ class SparkEngine(BSPEngine):
     defaults to Spark's default parallelism (one shard per executor core is what the
     measurements favour).  `ship_code` adds the project to the executors with
     `addPyFile` (default: for every master that is not `local[...]`).
+
+    Shard states live in the executors' Python workers between supersteps, logged
+    under `checkpoint_dir` (default: a new temporary directory; on a cluster, a
+    directory every executor and the driver mount), each shard's log compacted into
+    a full checkpoint after at most `checkpoint_every` supersteps (sooner once it
+    outweighs the last one).  `chain` is the number of supersteps in a run's first
+    Spark job; each further job of the run chains twice as many.
     """
 
     def __init__(self, spark: Any = None, *, master: str = "local[2]", shards: int | None = None,
-                 checkpoint_every: int = 10, checkpoint_dir: str | None = None,
-                 ship_code: bool | None = None) -> None:
-        super().__init__(shards)
+                 checkpoint_every: int = 100, checkpoint_dir: str | None = None,
+                 ship_code: bool | None = None, chain: int = 4) -> None:
+        super().__init__(shards, chain=chain)
         if spark is None:
             check_environment(master)
         else:
             master = spark.sparkContext.master
         self._spark = spark
         self.master = master
-        self.checkpoint_every = checkpoint_every
+        self.checkpoint_every = positive_int(checkpoint_every, "checkpoint_every")
         self.checkpoint_dir = checkpoint_dir
         self.ship_code = (not master.startswith("local[")) if ship_code is None else ship_code
-        self.jobs = 0
-        self._state = None
-        self._previous = None
-        self._keep = None
+        self._last = None           # the last job's result, while its run goes on
         self._owned = spark is None
         self._made: list[str] = []
         #: What an executor runs to show it can import the project.
@@ -261,9 +274,19 @@ class SparkEngine(BSPEngine):
     def stop(self) -> None:
         """Stop the session if this engine made it, and remove the temporary files
         this engine made (its checkpoint directory, the project's zip)."""
-        if self._owned and self._spark is not None:
-            self._spark.stop()
-            self._spark = None
+        self._end_run()
+        if self._spark is not None:
+            if self._owned:
+                self._spark.stop()
+                self._spark = None
+            elif self.index:
+                # Best effort: the executors' Python workers that run this job let go
+                # of the shards they keep (the others drop them when Spark retires
+                # them, or as other engines' shards push them out).
+                sc = self._spark.sparkContext
+                sc.parallelize(range(self.shards), self.shards).foreachPartition(
+                    functools.partial(_forget, self.uid))
+                self.jobs += 1
         _remove(self._made)
         self._made = []
 
@@ -271,9 +294,6 @@ class SparkEngine(BSPEngine):
         sc = self.spark.sparkContext
         if self.ship_code:
             sc.addPyFile(self._made_path(_project_zip()))
-        if self.checkpoint_every:
-            sc.setCheckpointDir(self.checkpoint_dir
-                                or self._made_path(tempfile.mkdtemp(prefix="ddflow-ckpt-")))
         try:
             sc.parallelize([0], 1).map(self._probe).collect()
         except Exception as exc:  # noqa: BLE001 - Py4J wraps the executor's error
@@ -291,66 +311,51 @@ class SparkEngine(BSPEngine):
     def _default_shards(self) -> int:
         return self.spark.sparkContext.defaultParallelism
 
-    # -- the executor: shard states in a persisted RDD ------------------------------
-    def _create(self, blobs: list[bytes]) -> None:
-        sc = self.spark.sparkContext
-        records = [(s, ("S", b)) for s, b in enumerate(blobs)]
-        self._state = sc.parallelize(records, self.shards).partitionBy(self.shards, by_shard)
-        self._state.persist()
+    # -- the executors: shard workers resident, logged to the checkpoint directory ---
+    def _make_log(self) -> ShardLog:
+        if self.checkpoint_dir:
+            root = os.path.join(self.checkpoint_dir, f"ddflow-ckpt-{self.uid}")
+            os.makedirs(root)
+        else:
+            root = tempfile.mkdtemp(prefix="ddflow-ckpt-")
+        return ShardLog(DirectoryStore(self._made_path(root)), self.uid,
+                        max_entries=self.checkpoint_every)
 
-    def _superstep(self, messages: Any, ctx: dict) -> tuple[list, Any]:
+    def _job(self, start: list | None, stages: list[Stage]) -> list[ShardState]:
+        """One Spark job: the supersteps chained as shuffle stages (every superstep's
+        records go to their shards with `partitionBy`), one action at the end that
+        brings back the shards' states.  The result stays cached while the run goes
+        on: the next job of the run starts from it."""
         sc = self.spark.sparkContext
-        if isinstance(messages, list):      # injected by the driver (session updates)
-            messages = (sc.parallelize([(d, ("M", m)) for d, m in messages], self.shards)
-                        .partitionBy(self.shards, by_shard) if messages else None)
-        source = self._state if messages is None else self._state.union(messages)
-        plan, shards = self.plan, self.shards
-        res = source.mapPartitionsWithIndex(lambda i, it: _task(i, it, plan, ctx, shards),
-                                            preservesPartitioning=True)
-        res.persist()
-        if self.checkpoint_every and (self.supersteps + 1) % self.checkpoint_every == 0:
-            res.checkpoint()
-        infos = [v[1] for _k, v in res.filter(_is_info).collect()]
+        rdd = self._last if start is None else sc.parallelize(start, self.shards)
+        for stage in stages:
+            rdd = (rdd.partitionBy(self.shards, by_shard)
+                   .mapPartitionsWithIndex(functools.partial(_task, stage)))
+        rdd.persist()
+        states = rdd.filter(_is_state).map(_payload).collect()
         self.jobs += 1
-        if any("error" in i for i in infos):
-            res.unpersist()
-            return infos, None
-        if self._previous is not None and self._previous is not self._keep:
-            self._previous.unpersist()
-        self._previous = res
-        self._state = res.filter(_is_state)
-        sent = any(i.get("sent") for i in infos)
-        # `res` carries the shard partitioner (true of its state records), so
-        # partitionBy would believe the messages already placed and skip the shuffle:
-        # drop the partitioner first, then shuffle them to their destinations.
-        out = (res.mapPartitions(_messages_only, preservesPartitioning=False)
-               .partitionBy(self.shards, by_shard) if sent else None)
-        return infos, out
+        self._end_run()
+        self._last = rdd
+        return sorted(states, key=lambda st: st.token.shard)
 
-    def _checkpoint(self) -> Any:
-        self._keep = self._previous
-        return (self._state, self._previous)
+    def _end_run(self) -> None:
+        if self._last is not None:
+            self._last.unpersist()
+            self._last = None
 
-    def _rollback(self, handle: Any) -> None:
-        self._state, self._previous = handle
+    def _read_shards(self, transform: Any) -> list:
+        """`transform(worker)` of every shard, one Spark job (one task per shard)."""
+        sc = self.spark.sparkContext
+        tokens = [st.token for st in self._states]
+        got = dict(sc.parallelize(tokens, self.shards)
+                   .mapPartitions(functools.partial(_read, self._log, transform)).collect())
+        self.jobs += 1
+        return [got[s] for s in range(self.shards)]
 
-    def _release(self, handle: Any) -> None:
-        self._keep = None
+    def fetch(self, node: Any, attr: Any) -> list:
+        """`getattr(op, attr)` (or `attr(op)`) of `node`'s operator on every shard
+        (one Spark job)."""
+        return self._read_shards(_Reader(self.index[id(node)], attr))
 
     def _blobs_now(self) -> list[bytes]:
-        got = dict(self._state.filter(_is_state).map(lambda r: (r[0], r[1][1])).collect())
-        self.jobs += 1
-        old = [self._state, self._previous]
-        self._previous = self._keep = None
-        for rdd in old:
-            if rdd is not None:
-                rdd.unpersist()
-        return [got[s] for s in range(self.shards)]
-
-    def fetch(self, node: Any, attr: str) -> list:
-        """`getattr(op, attr)` of `node`'s operator on every shard (one Spark job)."""
-        i = self.index[id(node)]
-        got = dict(self._state.mapPartitionsWithIndex(
-            lambda idx, it: _fetch(idx, it, i, attr)).collect())
-        self.jobs += 1
-        return [got[s] for s in range(self.shards)]
+        return self._read_shards(_Reader())
