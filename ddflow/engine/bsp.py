@@ -38,7 +38,7 @@ from ddflow.capture import Cursor, read_since
 from ddflow.engine.plan import Plan, instantiate
 from ddflow.engine.shard_log import MemoryStore, Resident, ShardLog
 from ddflow.engine.superstep import (COUNTERS, EMPTY_INFO, ShardState, Stage, View, dumps,
-                                     raise_error, replay, shard_superstep, summary)
+                                     raise_error, replay, shard_superstep, summary, TALLY)
 from ddflow.engine.worker import Worker, split_by_shard
 
 
@@ -239,10 +239,10 @@ class BSPEngine:
             return read_since([], cursor)   # not compiled yet: nothing captured
         return read_since(self.fetch(node, "journal"), cursor)
 
-    def shard_stats(self) -> list[tuple]:
-        """Per shard, how its last busy superstep found its worker ("resident",
-        "replayed", "rebuilt"), entries replayed, bytes persisted, seconds."""
-        return [st.stats for st in self._states]
+    def tally(self) -> dict:
+        """What the shards tallied so far (`superstep.TALLY`), summed over shards."""
+        states = getattr(self, "_states", [])
+        return {name: sum(st.tally[k] for st in states) for k, name in enumerate(TALLY)}
 
 
 def read_op(worker: Worker, i: int, attr: Any) -> Any:

@@ -214,18 +214,19 @@ class ShardLog:
         return Loaded(worker, how, len(todo))
 
     def append(self, token: Token, version: int, entry: bytes,
-               worker: Callable[[], bytes]) -> tuple[Token, int]:
+               worker: Callable[[], bytes]) -> tuple[Token, int, bool]:
         """Persist superstep `version` of the shard (its `entry`), or compact: write
         the whole state (`worker()`, pickled) as a new base when the log has grown
-        as heavy as the base or as long as `max_entries`.  Returns the new token and
-        the bytes written."""
+        as heavy as the base or as long as `max_entries`.  Returns the new token,
+        the bytes written, and whether they are a base."""
         log_bytes = token.log_bytes + len(entry)
         if (len(token.log) + 1 >= self.max_entries
                 or log_bytes >= max(token.base_bytes, self.min_base_bytes)):
             blob = worker()
-            return self.create(token.shard, version, blob), len(blob)
+            return self.create(token.shard, version, blob), len(blob), True
         self.store.put(_name(self.uid, token.shard, version, "log"), entry)
-        return attrs.evolve(token, log=token.log + (version,), log_bytes=log_bytes), len(entry)
+        return (attrs.evolve(token, log=token.log + (version,), log_bytes=log_bytes),
+                len(entry), False)
 
     def collect_garbage(self, live: list[Token]) -> int:
         """Delete every base and entry of these shards that no token in `live`

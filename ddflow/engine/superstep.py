@@ -46,6 +46,14 @@ from ddflow.errors import DataflowError
 
 COUNTERS = ("records_in", "records_out", "batches_out", "work", "times_visited")
 
+#: What a shard tallies over its life: supersteps it worked in, bytes it persisted
+#: as log entries and as bases (compactions), seconds it worked (loading, stepping,
+#: persisting), how it found its worker (`shard_log.Loaded.how`: kept here, a copy
+#: caught up, rebuilt from the base), and logged supersteps it replayed to get there.
+TALLY = ("busy", "log_bytes", "base_bytes", "seconds", "resident", "replayed", "rebuilt",
+         "entries_replayed")
+_HOW = {"resident": 4, "replayed": 5, "rebuilt": 6}
+
 #: A shard's summary before it has run: nothing held, nothing queued.
 EMPTY_INFO = {"moved": False, "caps": {}, "queued": {}, "sent": {}, "counters": None}
 
@@ -111,8 +119,7 @@ class ShardState:
     `frontiers` are the global frontiers this shard computed at its last superstep
     (None at the start of a run); `steps` counts the supersteps it took part in;
     `halted` says the run's verdict is in (done, or `error`, pickled, if a shard
-    failed); `stats` describe its last busy superstep: how its worker was found
-    (`shard_log.Loaded.how`), entries replayed, bytes persisted, seconds."""
+    failed); `tally` counts, over the shard's life, what `TALLY` names."""
 
     token: Token
     info: dict = EMPTY_INFO
@@ -120,7 +127,7 @@ class ShardState:
     steps: int = 0
     halted: bool = False
     error: bytes | None = None
-    stats: tuple = ()
+    tally: tuple = (0,) * len(TALLY)
 
 
 @attrs.frozen
@@ -236,11 +243,16 @@ def shard_superstep(index: int, records: Any, stage: Stage,
                                          steps=own.steps + 1)))
         yield from _to_all(stage.shards, index, summary(own.info, payload))
         return
-    token, written = stage.log.append(own.token, stage.version, entry,
-                                      lambda: dumps(worker))
+    token, written, compacted = stage.log.append(own.token, stage.version, entry,
+                                                 lambda: dumps(worker))
     resident.keep(token, worker)
-    stats = (loaded.how, loaded.replayed, written, round(time.perf_counter() - started, 6))
-    yield (index, ("S", ShardState(token, info, frontiers, own.steps + 1, stats=stats)))
+    tally = list(own.tally)
+    tally[0] += 1
+    tally[2 if compacted else 1] += written
+    tally[3] += time.perf_counter() - started
+    tally[_HOW[loaded.how]] += 1
+    tally[7] += loaded.replayed
+    yield (index, ("S", ShardState(token, info, frontiers, own.steps + 1, tally=tuple(tally))))
     yield from _to_all(stage.shards, index, summary(info))
     for dest, m in messages:
         yield (dest, ("M", m))
