@@ -19,10 +19,11 @@ contents or of progress: the caller says how to re-apply one logged superstep
   behind), so "the copy at version v" names one state only, and a copy at a version
   of the token's chain catches up by replaying the entries after it.
 * **Compaction**: once the entries since the base weigh as much as the base (or
-  number `max_entries`), the superstep writes a new base instead of an entry: what
-  is written stays proportional to the changes (each byte of state is rewritten
-  after as many bytes of changes, as in a log-structured merge), and a rebuild
-  replays at most `max_entries` supersteps.
+  number `max_entries`), the superstep writes a new base after its entry: what is
+  written stays proportional to the changes (each byte of state is rewritten after
+  as many bytes of changes, as in a log-structured merge), and a rebuild replays at
+  most `max_entries` supersteps.  The chain before the base is kept until the next
+  compaction, so a copy left on it catches up instead of being rebuilt.
 * Nothing is deleted while a run may still read it: a Spark task recomputed after
   an executor loss reads the chain its lineage names.  The driver removes what no
   live token names after a run succeeded (`collect_garbage`).
@@ -46,7 +47,10 @@ import attrs
 @attrs.frozen
 class Token:
     """Shard `shard`'s state: the base written at version `base`, then the logged
-    supersteps `log` (versions, ascending), with their sizes in bytes."""
+    supersteps `log` (versions, ascending), with their sizes in bytes.  `before`
+    is the chain that led to the base (the previous base, then the entries up to
+    and including `base`'s own superstep): a copy left on it catches up across
+    the compaction instead of being rebuilt."""
 
     uid: str
     shard: int
@@ -54,15 +58,16 @@ class Token:
     log: tuple = ()
     base_bytes: int = 0
     log_bytes: int = 0
+    before: tuple = ()
 
     @property
     def version(self) -> int:
         return self.log[-1] if self.log else self.base
 
     def names(self) -> list[str]:
-        """The store names this state is rebuilt from."""
+        """The store names this state is rebuilt from (or caught up with)."""
         return [_name(self.uid, self.shard, self.base, "base")] + [
-            _name(self.uid, self.shard, v, "log") for v in self.log]
+            _name(self.uid, self.shard, v, "log") for v in self.before[1:] + self.log]
 
 
 def _name(uid: str, shard: int, version: int, kind: str) -> str:
@@ -177,7 +182,7 @@ class ShardLog:
     """The bases and entries of one engine's shards in `store` (picklable when the
     store is: Spark tasks carry it)."""
 
-    def __init__(self, store: Any, uid: str, max_entries: int = 200,
+    def __init__(self, store: Any, uid: str, max_entries: int = 1000,
                  min_base_bytes: int = 1 << 16) -> None:
         self.store = store
         self.uid = uid
@@ -200,13 +205,12 @@ class ShardLog:
         worker, todo, how = None, token.log, "rebuilt"
         if got is not None:
             version, copy = got
+            chain = token.before + token.log if token.before else (token.base,) + token.log
             if version == token.version:
                 return Loaded(copy, "resident")
-            if version == token.base:
+            if version in chain:
                 worker, how = copy, "replayed"
-            elif version in token.log:
-                worker, how = copy, "replayed"
-                todo = token.log[token.log.index(version) + 1:]
+                todo = chain[chain.index(version) + 1:]
         if worker is None:
             worker = pickle.loads(self.store.get(token.names()[0]))
         for v in todo:
@@ -214,19 +218,22 @@ class ShardLog:
         return Loaded(worker, how, len(todo))
 
     def append(self, token: Token, version: int, entry: bytes,
-               worker: Callable[[], bytes]) -> tuple[Token, int, bool]:
-        """Persist superstep `version` of the shard (its `entry`), or compact: write
-        the whole state (`worker()`, pickled) as a new base when the log has grown
-        as heavy as the base or as long as `max_entries`.  Returns the new token,
-        the bytes written, and whether they are a base."""
+               worker: Callable[[], bytes]) -> tuple[Token, int, int]:
+        """Persist superstep `version` of the shard (its `entry`), and compact:
+        write the whole state (`worker()`, pickled) as a new base when the log has
+        grown as heavy as the base or as long as `max_entries`.  Returns the new
+        token and the bytes written as an entry and as a base."""
         log_bytes = token.log_bytes + len(entry)
+        self.store.put(_name(self.uid, token.shard, version, "log"), entry)
         if (len(token.log) + 1 >= self.max_entries
                 or log_bytes >= max(token.base_bytes, self.min_base_bytes)):
+            # The entry stays too: copies on the old chain catch up through it.
             blob = worker()
-            return self.create(token.shard, version, blob), len(blob), True
-        self.store.put(_name(self.uid, token.shard, version, "log"), entry)
+            base = attrs.evolve(self.create(token.shard, version, blob),
+                                before=(token.base,) + token.log + (version,))
+            return base, len(entry), len(blob)
         return (attrs.evolve(token, log=token.log + (version,), log_bytes=log_bytes),
-                len(entry), False)
+                len(entry), 0)
 
     def collect_garbage(self, live: list[Token]) -> int:
         """Delete every base and entry of these shards that no token in `live`

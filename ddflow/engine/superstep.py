@@ -243,12 +243,13 @@ def shard_superstep(index: int, records: Any, stage: Stage,
                                          steps=own.steps + 1)))
         yield from _to_all(stage.shards, index, summary(own.info, payload))
         return
-    token, written, compacted = stage.log.append(own.token, stage.version, entry,
-                                                 lambda: dumps(worker))
+    token, logged, based = stage.log.append(own.token, stage.version, entry,
+                                            lambda: dumps(worker))
     resident.keep(token, worker)
     tally = list(own.tally)
     tally[0] += 1
-    tally[2 if compacted else 1] += written
+    tally[1] += logged
+    tally[2] += based
     tally[3] += time.perf_counter() - started
     tally[_HOW[loaded.how]] += 1
     tally[7] += loaded.replayed
