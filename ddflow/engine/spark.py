@@ -317,7 +317,7 @@ class SparkEngine(BSPEngine):
             root = os.path.join(self.checkpoint_dir, f"ddflow-ckpt-{self.uid}")
             os.makedirs(root)
         else:
-            root = tempfile.mkdtemp(prefix="ddflow-ckpt-")
+            root = tempfile.mkdtemp(prefix=f"ddflow-ckpt-{self.uid}-")
         return ShardLog(DirectoryStore(self._made_path(root)), self.uid,
                         max_entries=self.checkpoint_every)
 
