@@ -14,6 +14,21 @@ import threading
 import time
 
 
+def _descends_from_me(pid: int) -> bool:
+    """Whether `pid` is a descendant of this process (the executors this driver's
+    JVM started, not another session's)."""
+    me = os.getpid()
+    while pid > 1:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid == me:
+            return True
+    return False
+
+
 def executor_pids() -> list[int]:
     pids = []
     for entry in os.listdir("/proc"):
@@ -23,7 +38,7 @@ def executor_pids() -> list[int]:
                     cmd = f.read()
             except OSError:
                 continue
-            if b"CoarseGrainedExecutorBackend" in cmd:
+            if b"CoarseGrainedExecutorBackend" in cmd and _descends_from_me(int(entry)):
                 pids.append(int(entry))
     return pids
 
@@ -84,13 +99,13 @@ def main() -> None:
 
     def on_epoch(epoch):
         if epoch == epochs // 2:
-            original = engine._superstep
+            original = engine._job
 
-            def superstep_with_kill(messages, ctx):
+            def job_with_kill(start, stages):
                 if not killed:
-                    threading.Timer(0.05, kill_one).start()   # mid-superstep
-                return original(messages, ctx)
-            engine._superstep = superstep_with_kill
+                    threading.Timer(0.05, kill_one).start()   # mid-job (of supersteps)
+                return original(start, stages)
+            engine._job = job_with_kill
 
     t0 = time.time()
     spark_out = drive(ddflow.Dataflow(engine=engine), epochs, on_epoch)
