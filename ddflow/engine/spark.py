@@ -196,6 +196,10 @@ def _task(stage: Stage, index: int, records: Iterable) -> Iterable:
     return shard_superstep(index, records, stage, RESIDENT)
 
 
+def _records(records: list) -> list:
+    return records
+
+
 def _is_state(r: tuple) -> bool:
     return r[1][0] == "S"
 
@@ -326,17 +330,25 @@ class SparkEngine(BSPEngine):
         records go to their shards with `partitionBy`), one action at the end that
         brings back the shards' states.  The result stays cached while the run goes
         on: the next job of the run starts from it."""
-        sc = self.spark.sparkContext
-        rdd = self._last if start is None else sc.parallelize(start, self.shards)
-        for stage in stages:
-            rdd = (rdd.partitionBy(self.shards, by_shard)
-                   .mapPartitionsWithIndex(functools.partial(_task, stage)))
+        rdd = self._last if start is None else self._start(start)
+        for k, stage in enumerate(stages):
+            if k or start is None:
+                rdd = rdd.partitionBy(self.shards, by_shard)
+            rdd = rdd.mapPartitionsWithIndex(functools.partial(_task, stage))
         rdd.persist()
         states = rdd.filter(_is_state).map(_payload).collect()
         self.jobs += 1
         self._end_run()
         self._last = rdd
         return sorted(states, key=lambda st: st.token.shard)
+
+    def _start(self, records: list) -> Any:
+        """The driver's records of a run's first superstep, partition `s` holding
+        those for shard `s` (no shuffle: one element per partition, a list)."""
+        by_dest: list[list] = [[] for _ in range(self.shards)]
+        for r in records:
+            by_dest[r[0]].append(r)
+        return self.spark.sparkContext.parallelize(by_dest, self.shards).flatMap(_records)
 
     def _end_run(self) -> None:
         if self._last is not None:
