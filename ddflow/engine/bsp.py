@@ -81,6 +81,11 @@ class BSPEngine:
     def _default_shards(self) -> int:
         return 1
 
+    def _fed_stamps(self) -> list[tuple[int, int, list]]:
+        """`(input node, shard, minimal times)` of updates the run starting takes
+        from elsewhere than the driver's sessions (none here)."""
+        return []
+
     def _prepare(self) -> None:
         pass
 
@@ -178,6 +183,9 @@ class BSPEngine:
                 # The minimal times stand for the batch in progress tracking.
                 key = (dest, i, 0)
                 injected[key] = list(Antichain(injected.get(key, []) + [u[1] for u in part]))
+        for i, dest, times in self._fed_stamps():
+            key = (dest, i, 0)
+            injected[key] = list(Antichain(injected.get(key, []) + list(times)))
         given = {s: summary(st.info) for s, st in enumerate(self._states)}
         given[-1] = {"caps": {}, "queued": {}, "sent": injected, "moved": False, "error": None}
         records += [(s, ("S", attrs.evolve(st, frontiers=None, halted=False, error=None)))

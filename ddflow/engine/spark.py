@@ -208,13 +208,17 @@ def _payload(r: tuple) -> Any:
     return r[1][1]
 
 
-def _read(log: ShardLog, transform: Any, tokens: Iterable) -> Iterable:
-    """`transform(worker)` of each shard whose token comes in, its worker loaded as a
+def _each_shard(log: ShardLog, records: Any, tokens: Iterable) -> Iterable:
+    """`records(worker)` of each shard whose token comes in, its worker loaded as a
     superstep loads it (and kept)."""
     for token in tokens:
         worker = log.load(token, RESIDENT, replay).worker
         RESIDENT.keep(token, worker)
-        yield (token.shard, transform(worker))
+        yield from records(worker)
+
+
+def _keyed(transform: Any, worker: Any) -> list:
+    return [(worker.shards[0], transform(worker))]
 
 
 class _Reader:
@@ -343,24 +347,45 @@ class SparkEngine(BSPEngine):
         return sorted(states, key=lambda st: st.token.shard)
 
     def _start(self, records: list) -> Any:
-        """The driver's records of a run's first superstep, partition `s` holding
-        those for shard `s` (no shuffle: one element per partition, a list)."""
+        """The records of a run's first superstep, partition `s` holding those for
+        shard `s`: the driver's (no shuffle: one element per partition, a list),
+        joined by a narrow union with inputs already on the executors
+        (`_fed_parts`), if any (then the driver's go through `partitionBy`)."""
+        sc = self.spark.sparkContext
+        fed = self._fed_parts()
+        if fed:
+            rdd = sc.parallelize(records, self.shards).partitionBy(self.shards, by_shard)
+            for part in fed:
+                rdd = rdd.union(part)
+            return rdd
         by_dest: list[list] = [[] for _ in range(self.shards)]
         for r in records:
             by_dest[r[0]].append(r)
-        return self.spark.sparkContext.parallelize(by_dest, self.shards).flatMap(_records)
+        return sc.parallelize(by_dest, self.shards).flatMap(_records)
+
+    def _fed_parts(self) -> list:
+        """RDDs of input messages `(shard, ("M", (src, seq, node, 0, updates)))`
+        already on the executors, partitioned by `by_shard`, for the run starting
+        (their times go to `_fed_stamps`).  None here."""
+        return []
 
     def _end_run(self) -> None:
         if self._last is not None:
             self._last.unpersist()
             self._last = None
 
-    def _read_shards(self, transform: Any) -> list:
-        """`transform(worker)` of every shard, one Spark job (one task per shard)."""
+    def shard_rdd(self, records: Any) -> Any:
+        """An RDD of what `records(worker)` yields on every shard (one task per shard,
+        its worker found as a superstep finds it): how an output is read where it
+        is, say `lambda w: w.ops[0][i].updates` for a capture's updates."""
         sc = self.spark.sparkContext
         tokens = [st.token for st in self._states]
-        got = dict(sc.parallelize(tokens, self.shards)
-                   .mapPartitions(functools.partial(_read, self._log, transform)).collect())
+        return sc.parallelize(tokens, self.shards).mapPartitions(
+            functools.partial(_each_shard, self._log, records))
+
+    def _read_shards(self, transform: Any) -> list:
+        """`transform(worker)` of every shard, one Spark job."""
+        got = dict(self.shard_rdd(functools.partial(_keyed, transform)).collect())
         self.jobs += 1
         return [got[s] for s in range(self.shards)]
 

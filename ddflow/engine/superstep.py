@@ -46,13 +46,13 @@ from ddflow.errors import DataflowError
 
 COUNTERS = ("records_in", "records_out", "batches_out", "work", "times_visited")
 
-#: What a shard tallies over its life: supersteps it worked in, bytes it persisted
-#: as log entries and as bases (compactions), seconds it worked (loading, stepping,
-#: persisting), how it found its worker (`shard_log.Loaded.how`: kept here, a copy
-#: caught up, rebuilt from the base), and logged supersteps it replayed to get there.
-TALLY = ("busy", "log_bytes", "base_bytes", "seconds", "resident", "replayed", "rebuilt",
-         "entries_replayed")
-_HOW = {"resident": 4, "replayed": 5, "rebuilt": 6}
+#: What a shard tallies over its life: supersteps it worked in, records it sent to
+#: other shards, bytes it persisted as log entries and as bases (compactions),
+#: seconds it worked (loading, stepping, persisting), how it found its worker
+#: (`shard_log.Loaded.how`: kept here, a copy caught up, rebuilt from the base), and
+#: logged supersteps it replayed to get there.
+TALLY = ("busy", "records_sent", "log_bytes", "base_bytes", "seconds", "resident",
+         "replayed", "rebuilt", "entries_replayed")
 
 #: A shard's summary before it has run: nothing held, nothing queued.
 EMPTY_INFO = {"moved": False, "caps": {}, "queued": {}, "sent": {}, "counters": None}
@@ -246,14 +246,16 @@ def shard_superstep(index: int, records: Any, stage: Stage,
     token, logged, based = stage.log.append(own.token, stage.version, entry,
                                             lambda: dumps(worker))
     resident.keep(token, worker)
-    tally = list(own.tally)
-    tally[0] += 1
-    tally[1] += logged
-    tally[2] += based
-    tally[3] += time.perf_counter() - started
-    tally[_HOW[loaded.how]] += 1
-    tally[7] += loaded.replayed
-    yield (index, ("S", ShardState(token, info, frontiers, own.steps + 1, tally=tuple(tally))))
+    tally = dict(zip(TALLY, own.tally))
+    tally["busy"] += 1
+    tally["records_sent"] += sum(len(m[4]) for _dest, m in messages)
+    tally["log_bytes"] += logged
+    tally["base_bytes"] += based
+    tally["seconds"] += time.perf_counter() - started
+    tally[loaded.how] += 1
+    tally["entries_replayed"] += loaded.replayed
+    yield (index, ("S", ShardState(token, info, frontiers, own.steps + 1,
+                                   tally=tuple(tally.values()))))
     yield from _to_all(stage.shards, index, summary(info))
     for dest, m in messages:
         yield (dest, ("M", m))
