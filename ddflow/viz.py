@@ -396,7 +396,7 @@ def draw_updates(updates: Iterable[tuple], ax: Any = None, *,
         if len(entries) > max_labels:
             text.append(f"... {len(entries) - max_labels} more")
         ax.annotate("\n".join(text), (a, b), xytext=(6, 4), textcoords="offset points",
-                    fontsize=7, va="bottom", ha="left", zorder=5,
+                    fontsize=9, va="bottom", ha="left", zorder=5,
                     bbox=dict(boxstyle="round,pad=0.2", facecolor="white", alpha=0.8,
                               edgecolor="none"))
     if title:
@@ -455,14 +455,14 @@ def draw_hasse(max_a: int, max_b: int, highlight: Sequence[Product] = (Product(1
             if t == m:
                 face, edge = "#1f77b4", "#12466b"
             ax.scatter([x], [y], s=size, facecolor=face, edgecolor=edge, zorder=2)
-            ax.text(x, y, f"{a},{b}", ha="center", va="center", fontsize=7, zorder=3)
+            ax.text(x, y, f"{a},{b}", ha="center", va="center", fontsize=9, zorder=3)
     if hi:
         from matplotlib.lines import Line2D
         handles = [Line2D([], [], marker="o", linestyle="", markersize=9, color=c, label=l)
                    for c, l in (("#ff7f0e", "times " + ", ".join(_fmt_time(t) for t in hi)),
                                 ("#2ca02c", f"join {_fmt_time(j)} (and its up-set)"),
                                 ("#1f77b4", f"meet {_fmt_time(m)} (and its down-set)"))]
-        ax.legend(handles=handles, loc="upper left", fontsize=8, frameon=False)
+        ax.legend(handles=handles, loc="upper left", fontsize=9, frameon=False)
     ax.set_title(f"Hasse diagram of Product(0..{max_a}, 0..{max_b})", fontsize=10)
     ax.set_axis_off()
     ax.set_aspect("equal")
@@ -501,7 +501,7 @@ def draw_advance_by(t: Product, frontier: Antichain, ax: Any = None, *,
     if (ta, tb) != (aa, ab):
         ax.annotate("", (aa, ab), (ta, tb),
                     arrowprops=dict(arrowstyle="-|>", color="#2ca02c", linewidth=1.5), zorder=4)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=9, frameon=False)
     ax.set_title("advance_by: the greatest time indistinguishable beyond F", fontsize=10)
     fig.tight_layout()
     return fig
@@ -544,7 +544,7 @@ def draw_rounds(df: Dataflow, ax: Any = None, *, loop: str | None = None,
     fig.colorbar(im, ax=ax, label="changes fed back")
     ax.set_xticks(range(len(outers)))
     ax.set_xticklabels([_fmt_time(o) for o in outers], rotation=90 if len(outers) > 12 else 0,
-                       fontsize=8)
+                       fontsize=9)
     ax.set_xlabel("outer time (epoch)")
     ax.set_ylabel("round")
     from matplotlib.ticker import MaxNLocator

@@ -8,6 +8,9 @@ without outputs, so the outputs checked here are always fresh.
 
 `MPLBACKEND=Agg` keeps matplotlib off any display; the notebooks select the inline
 backend themselves (`%matplotlib inline`), which renders PNGs without one.
+The kernel is another process started in `notebooks/`: `PYTHONPATH` puts this
+checkout first, so it imports the code under test, not whichever copy the
+interpreter has installed (an editable install points at one checkout only).
 """
 
 from __future__ import annotations
