@@ -75,7 +75,7 @@ def to_dot(circuit: Circuit) -> str:
     """Graphviz (dot) text of `circuit`, its children as clusters."""
     lines = [f'digraph "{circuit.name}" {{', "  rankdir=LR;",
              '  node [fontname="Helvetica", fontsize=10];',
-             '  edge [fontname="Helvetica", fontsize=8];']
+             '  edge [fontname="Helvetica", fontsize=9];']
 
     def emit(c: Circuit, indent: str) -> None:
         for node in c.nodes:

@@ -5,6 +5,7 @@ as a child circuit agreeing with the `iterate` forms (`test_agree_*`)."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -328,6 +329,9 @@ def test_to_dot_shows_types_ids_clusters_and_delays():
     assert "source [0]" in dot and "sink [2]" in dot and "import [1, 0]" in dot
     assert "constraint=false" in dot                 # the back edge into feedback
     assert 'label="export"' in dot
+    # Edge labels ("export") were set at 8 pt once: every label is at least 9 pt.
+    sizes = [float(x) for x in re.findall(r"fontsize=([\d.]+)", dot)]
+    assert sizes and min(sizes) >= 9
 
 
 def test_draw_makes_a_matplotlib_figure():
