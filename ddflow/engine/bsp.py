@@ -37,8 +37,8 @@ from ddflow.arguments import positive_int
 from ddflow.capture import Cursor, read_since
 from ddflow.engine.plan import Plan, instantiate
 from ddflow.engine.shard_log import MemoryStore, Resident, ShardLog
-from ddflow.engine.superstep import (COUNTERS, EMPTY_INFO, ShardState, Stage, View, dumps,
-                                     raise_error, replay, shard_superstep, summary, TALLY)
+from ddflow.engine.superstep import (COUNTERS, TALLY, ShardState, Stage, View, dumps,
+                                     raise_error, replay, shard_superstep, summary, undo)
 from ddflow.engine.worker import Worker, split_by_shard
 
 
@@ -188,7 +188,8 @@ class BSPEngine:
             injected[key] = list(Antichain(injected.get(key, []) + list(times)))
         given = {s: summary(st.info) for s, st in enumerate(self._states)}
         given[-1] = {"caps": {}, "queued": {}, "sent": injected, "moved": False, "error": None}
-        records += [(s, ("S", attrs.evolve(st, frontiers=None, halted=False, error=None)))
+        records += [(s, ("S", attrs.evolve(st, frontiers=None, halted=False, error=None,
+                                           run_from=st.token.version)))
                     for s, st in enumerate(self._states)]
         length, first = self.chain, True
         steps = self._states[0].steps
@@ -253,6 +254,18 @@ class BSPEngine:
         return {name: sum(st.tally[k] for st in states) for k, name in enumerate(TALLY)}
 
 
+def open_worker(log: ShardLog, token: Any, resident: Resident, settle: bool = False) -> Worker:
+    """Shard `token`'s worker to read, found as a superstep finds it, kept there;
+    with `settle`, its undo records dropped first (to pickle it)."""
+    loaded = log.load(token, resident, replay, undo=undo)
+    began = loaded.began
+    if settle:
+        loaded.worker.commit()
+        began = None
+    resident.keep(token, loaded.worker, began)
+    return loaded.worker
+
+
 def read_op(worker: Worker, i: int, attr: Any) -> Any:
     """`getattr` of (or `attr` called on) operator `i` of a shard's worker."""
     op = worker.ops[0][i]
@@ -283,10 +296,12 @@ class InProcessShards(BSPEngine):
     at random (seeded by the superstep, so runs repeat): each keeps its own resident
     workers, as a Spark executor's Python workers do, and a shard landing where its
     worker is stale or absent catches up from the log or is rebuilt from its base,
-    which is pickled, as are the logged supersteps.  The log compacts often, so
-    every shard's state is pickled now and then."""
+    which is pickled, as are the logged supersteps (re-running the user functions of
+    the supersteps replayed, as Spark re-runs tasks: with `processes` > 1 they must
+    be deterministic).  The log compacts often, so every shard's state is pickled
+    now and then."""
 
-    def __init__(self, shards: int | None = None, *, chain: int = 4, processes: int = 2,
+    def __init__(self, shards: int | None = None, *, chain: int = 4, processes: int = 1,
                  max_entries: int = 8) -> None:
         super().__init__(shards, chain=chain)
         self.processes = [Resident() for _ in range(positive_int(processes, "processes"))]
@@ -327,14 +342,11 @@ class InProcessShards(BSPEngine):
         return [pickle.loads(dumps(read_op(self._worker(s), i, attr)))
                 for s in range(self.shards)]
 
-    def _worker(self, s: int) -> Worker:
-        token = self._states[s].token
-        worker = self._log.load(token, self.processes[0], replay).worker
-        self.processes[0].keep(token, worker)
-        return worker
+    def _worker(self, s: int, settle: bool = False) -> Worker:
+        return open_worker(self._log, self._states[s].token, self.processes[0], settle)
 
     def _blobs_now(self) -> list[bytes]:
-        return [dumps(self._worker(s)) for s in range(self.shards)]
+        return [dumps(self._worker(s, settle=True)) for s in range(self.shards)]
 
 
 def _identity(x: Any) -> Any:

@@ -19,11 +19,16 @@ contents or of progress: the caller says how to re-apply one logged superstep
   behind), so "the copy at version v" names one state only, and a copy at a version
   of the token's chain catches up by replaying the entries after it.
 * **Compaction**: once the entries since the base weigh as much as the base (or
-  number `max_entries`), the superstep writes a new base after its entry: what is
+  number `max_entries`), the shard's next superstep writes a new base: what is
   written stays proportional to the changes (each byte of state is rewritten after
-  as many bytes of changes, as in a log-structured merge), and a rebuild replays at
-  most `max_entries` supersteps.  The chain before the base is kept until the next
-  compaction, so a copy left on it catches up instead of being rebuilt.
+  as many bytes of changes, as in a log-structured merge), and a rebuild replays
+  about `max_entries` supersteps at most.  The chain before the base is kept until
+  the next compaction, so a copy left on it catches up instead of being rebuilt.
+* **Undo**: a copy that starts a run records what the run overwrites (the undo
+  records every operator keeps, `operators.undo`), so that after a failed run the
+  next superstep or read finds it undone at the run's start: a failed step costs
+  no rebuild and re-runs no user function.  A copy that joins a run half-way
+  records nothing; a failed run leaves it to be rebuilt.
 * Nothing is deleted while a run may still read it: a Spark task recomputed after
   an executor loss reads the chain its lineage names.  The driver removes what no
   live token names after a run succeeded (`collect_garbage`).
@@ -142,14 +147,19 @@ class Resident:
 
     def __init__(self, capacity: int = 16) -> None:
         self.capacity = capacity
-        self._live: OrderedDict[tuple[str, int], tuple[int, Any]] = OrderedDict()
+        self._live: OrderedDict[tuple[str, int], tuple[int, Any, Any]] = OrderedDict()
 
-    def take(self, uid: str, shard: int) -> tuple[int, Any] | None:
-        """The copy of (uid, shard) and its version, taken out (None if none here)."""
+    def take(self, uid: str, shard: int) -> tuple[int, Any, Any] | None:
+        """The copy of (uid, shard), its version and the version its open undo
+        records go back to (None if none), taken out (None if no copy here)."""
         return self._live.pop((uid, shard), None)
 
-    def keep(self, token: Token, worker: Any) -> None:
-        self._live[(token.uid, token.shard)] = (token.version, worker)
+    def keep(self, token: Token, worker: Any, began: int | None = None,
+             version: int | None = None) -> None:
+        """Keep `worker`, at `version` (default: the token's), whose undo records
+        (if `began` is not None) go back to version `began`."""
+        self._live[(token.uid, token.shard)] = (
+            token.version if version is None else version, worker, began)
         others = [k for k in self._live if k[0] != token.uid]
         while len(self._live) > self.capacity and others:
             del self._live[others.pop(0)]
@@ -170,12 +180,15 @@ RESIDENT = Resident()
 
 @attrs.define
 class Loaded:
-    """How a shard's worker was found: `how` is "resident", "replayed" (a copy
-    caught up) or "rebuilt" (from the base), `replayed` entries re-applied."""
+    """How a shard's worker was found: `how` is "resident", "rolled_back" (a copy
+    ahead of the state, on an abandoned branch, undone by its own undo records),
+    "replayed" (a copy caught up) or "rebuilt" (from the base); `replayed` entries
+    re-applied; `began` where the worker's open undo records go back to."""
 
     worker: Any
     how: str
     replayed: int = 0
+    began: int | None = None
 
 
 class ShardLog:
@@ -194,46 +207,52 @@ class ShardLog:
         self.store.put(_name(self.uid, shard, version, "base"), blob)
         return Token(self.uid, shard, version, (), len(blob), 0)
 
-    def load(self, token: Token, resident: Resident,
-             replay: Callable[[Any, Any], None]) -> Loaded:
+    def load(self, token: Token, resident: Resident, replay: Callable[[Any, Any], None],
+             undo: Callable[[Any], None] | None = None) -> Loaded:
         """The worker in state `token`, taken out of `resident` (the caller puts it
         back with `Resident.keep` once done): the resident copy if it is at that
-        version, caught up if it is at an earlier version of the token's chain,
-        otherwise rebuilt from the base.  `replay(worker, entry)` re-applies one
-        logged superstep."""
+        version; if its undo records go back to that version, the copy undone
+        (`undo(worker)`: a failed run's changes, without re-running anything); if it
+        is at an earlier version of the token's chain, the copy caught up; otherwise
+        rebuilt from the base.  `replay(worker, entry)` re-applies one logged
+        superstep (re-running the user functions it ran)."""
         got = resident.take(token.uid, token.shard)
-        worker, todo, how = None, token.log, "rebuilt"
+        worker, todo, how, began = None, token.log, "rebuilt", None
         if got is not None:
-            version, copy = got
+            version, copy, began = got
             chain = token.before + token.log if token.before else (token.base,) + token.log
             if version == token.version:
-                return Loaded(copy, "resident")
+                return Loaded(copy, "resident", began=began)
+            if began == token.version and undo is not None:
+                undo(copy)
+                return Loaded(copy, "rolled_back")
             if version in chain:
                 worker, how = copy, "replayed"
                 todo = chain[chain.index(version) + 1:]
         if worker is None:
-            worker = pickle.loads(self.store.get(token.names()[0]))
+            worker, began = pickle.loads(self.store.get(token.names()[0])), None
         for v in todo:
             replay(worker, pickle.loads(self.store.get(_name(self.uid, token.shard, v, "log"))))
-        return Loaded(worker, how, len(todo))
+        return Loaded(worker, how, len(todo), began)
 
-    def append(self, token: Token, version: int, entry: bytes,
-               worker: Callable[[], bytes]) -> tuple[Token, int, int]:
-        """Persist superstep `version` of the shard (its `entry`), and compact:
-        write the whole state (`worker()`, pickled) as a new base when the log has
-        grown as heavy as the base or as long as `max_entries`.  Returns the new
-        token and the bytes written as an entry and as a base."""
-        log_bytes = token.log_bytes + len(entry)
+    def append(self, token: Token, version: int, entry: bytes) -> Token:
+        """Persist superstep `version` of the shard: its `entry`."""
         self.store.put(_name(self.uid, token.shard, version, "log"), entry)
-        if (len(token.log) + 1 >= self.max_entries
-                or log_bytes >= max(token.base_bytes, self.min_base_bytes)):
-            # The entry stays too: copies on the old chain catch up through it.
-            blob = worker()
-            base = attrs.evolve(self.create(token.shard, version, blob),
-                                before=(token.base,) + token.log + (version,))
-            return base, len(entry), len(blob)
-        return (attrs.evolve(token, log=token.log + (version,), log_bytes=log_bytes),
-                len(entry), 0)
+        return attrs.evolve(token, log=token.log + (version,),
+                            log_bytes=token.log_bytes + len(entry))
+
+    def due(self, token: Token) -> bool:
+        """Whether the shard's log should be compacted: it weighs as much as its
+        base, or is `max_entries` long."""
+        return bool(token.log) and (
+            len(token.log) >= self.max_entries
+            or token.log_bytes >= max(token.base_bytes, self.min_base_bytes))
+
+    def compact(self, token: Token, blob: bytes) -> Token:
+        """Write the shard's whole state `blob` (its worker at `token.version`,
+        pickled) as its new base.  The entries stay for copies on the old chain."""
+        return attrs.evolve(self.create(token.shard, token.version, blob),
+                            before=(token.base,) + token.log)
 
     def collect_garbage(self, live: list[Token]) -> int:
         """Delete every base and entry of these shards that no token in `live`

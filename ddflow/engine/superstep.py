@@ -49,10 +49,10 @@ COUNTERS = ("records_in", "records_out", "batches_out", "work", "times_visited")
 #: What a shard tallies over its life: supersteps it worked in, records it sent to
 #: other shards, bytes it persisted as log entries and as bases (compactions),
 #: seconds it worked (loading, stepping, persisting), how it found its worker
-#: (`shard_log.Loaded.how`: kept here, a copy caught up, rebuilt from the base), and
-#: logged supersteps it replayed to get there.
+#: (`shard_log.Loaded.how`: kept here, undone after a failed run, a copy caught up,
+#: rebuilt from the base), and logged supersteps it replayed to get there.
 TALLY = ("busy", "records_sent", "log_bytes", "base_bytes", "seconds", "resident",
-         "replayed", "rebuilt", "entries_replayed")
+         "rolled_back", "replayed", "rebuilt", "entries_replayed")
 
 #: A shard's summary before it has run: nothing held, nothing queued.
 EMPTY_INFO = {"moved": False, "caps": {}, "queued": {}, "sent": {}, "counters": None}
@@ -119,7 +119,8 @@ class ShardState:
     `frontiers` are the global frontiers this shard computed at its last superstep
     (None at the start of a run); `steps` counts the supersteps it took part in;
     `halted` says the run's verdict is in (done, or `error`, pickled, if a shard
-    failed); `tally` counts, over the shard's life, what `TALLY` names."""
+    failed); `tally` counts, over the shard's life, what `TALLY` names;
+    `run_from` is the version the shard started the current run at."""
 
     token: Token
     info: dict = EMPTY_INFO
@@ -128,6 +129,7 @@ class ShardState:
     halted: bool = False
     error: bytes | None = None
     tally: tuple = (0,) * len(TALLY)
+    run_from: int | None = None
 
 
 @attrs.frozen
@@ -228,8 +230,21 @@ def shard_superstep(index: int, records: Any, stage: Stage,
         yield from _to_all(stage.shards, index, summary(info))
         return
     started = time.perf_counter()
-    loaded = stage.log.load(own.token, resident, replay)
-    worker = loaded.worker
+    loaded = stage.log.load(own.token, resident, replay, undo=undo)
+    worker, began, token, based = loaded.worker, loaded.began, own.token, 0
+    if began != own.run_from:
+        # Open undo records of an earlier run: it succeeded (this copy is on the
+        # token's chain), they go.  A copy at the run's start records this run's.
+        if began is not None:
+            worker.commit()
+        began = None
+        if stage.log.due(token):
+            # Compacted while no undo record is open (a base must not carry any).
+            blob = dumps(worker)
+            token, based = stage.log.compact(token, blob), len(blob)
+        if token.version == own.run_from:
+            worker.begin()
+            began = own.run_from
     incoming.sort(key=lambda m: (m[0], m[1]))
     args = (incoming, stage.inputs, view.external(index), stage.importing, stage.version)
     # Logged before it runs: operators may take the message lists as their own.
@@ -237,28 +252,36 @@ def shard_superstep(index: int, records: Any, stage: Stage,
     try:
         messages, info = step_shard(worker, *args)
     except DataflowError as exc:
-        # The worker is half-updated: it is not put back (the driver rolls back).
+        # The run fails (the driver goes back to its start): a copy recording since
+        # then is undone and kept; a half-updated one goes.
+        if began is not None:
+            undo(worker)
+            resident.keep(token, worker, version=began)
         payload = _error_payload(exc)
         yield (index, ("S", attrs.evolve(own, halted=True, error=payload,
                                          steps=own.steps + 1)))
         yield from _to_all(stage.shards, index, summary(own.info, payload))
         return
-    token, logged, based = stage.log.append(own.token, stage.version, entry,
-                                            lambda: dumps(worker))
-    resident.keep(token, worker)
+    token = stage.log.append(token, stage.version, entry)
+    resident.keep(token, worker, began)
     tally = dict(zip(TALLY, own.tally))
     tally["busy"] += 1
     tally["records_sent"] += sum(len(m[4]) for _dest, m in messages)
-    tally["log_bytes"] += logged
+    tally["log_bytes"] += len(entry)
     tally["base_bytes"] += based
     tally["seconds"] += time.perf_counter() - started
     tally[loaded.how] += 1
     tally["entries_replayed"] += loaded.replayed
-    yield (index, ("S", ShardState(token, info, frontiers, own.steps + 1,
-                                   tally=tuple(tally.values()))))
+    yield (index, ("S", attrs.evolve(own, token=token, info=info, frontiers=frontiers,
+                                     steps=own.steps + 1, tally=tuple(tally.values()))))
     yield from _to_all(stage.shards, index, summary(info))
     for dest, m in messages:
         yield (dest, ("M", m))
+
+
+def undo(worker: Worker) -> None:
+    """Undo what the worker's open undo records cover (a failed run's changes)."""
+    worker.rollback()
 
 
 def _to_all(shards: int, src: int, p: dict) -> Iterator[tuple]:

@@ -39,10 +39,11 @@ def test_a_log_rebuilds_the_state_it_names_and_nothing_else(tmp_path, which):
     state: list = []
     history = {token.version: (token, [])}
     for version in range(2, 12):
+        if log.due(token):                            # every 4th superstep compacts
+            assert len(history) % 4 == 1
+            token = log.compact(token, pickle.dumps(state))
         state = state + [version]
-        token, logged, based = log.append(token, version, pickle.dumps(version),
-                                          lambda s=state: pickle.dumps(s))
-        assert bool(based) == (len(history) % 4 == 0)   # every 4th superstep compacts
+        token = log.append(token, version, pickle.dumps(version))
         history[version] = (token, list(state))
     assert token.base == 9 and token.log == (10, 11)
     here = Resident()
@@ -76,10 +77,14 @@ def test_compaction_follows_the_bytes_of_the_changes():
     logged = written = 0
     for version in range(2, 3000):
         entry = pickle.dumps(list(range(version % 7)))
+        if log.due(token):
+            blob = pickle.dumps(state)
+            token = log.compact(token, blob)
+            written += len(blob)
         state.append(version)
-        token, n, based = log.append(token, version, entry, lambda: pickle.dumps(state))
+        token = log.append(token, version, entry)
         logged += len(entry)
-        written += n + based
+        written += len(entry)
     assert written <= 3 * logged
 
 
@@ -98,7 +103,8 @@ def test_resident_copies_of_other_engines_make_room():
 @given(data=st.data())
 def test_a_shard_rebuilt_from_its_log_is_the_shard_that_ran(name, data):
     """After every run, each shard's worker rebuilt from its base and log (as a
-    process that never ran it would) is the one that ran, field by field."""
+    process that never ran it would) is the one that ran, field by field (but for
+    the bookkeeping of undo records)."""
     build, inputs = CASES[name]
     inp = [list(x) for x in data.draw(inputs)]
     engines: list = []
@@ -110,7 +116,7 @@ def test_a_shard_rebuilt_from_its_log_is_the_shard_that_ran(name, data):
     def check(_run: int) -> None:
         engine = engines[-1]
         for s, state in enumerate(engine._states):
-            ran = engine._worker(s)
+            ran = engine._worker(s, settle=True)
             rebuilt = engine._log.load(state.token, Resident(), replay)
             assert_same_state(rebuilt.worker, ran)
 
@@ -119,6 +125,10 @@ def test_a_shard_rebuilt_from_its_log_is_the_shard_that_ran(name, data):
 
 
 _ATOMS = (int, float, str, bytes, bool, type(None), frozenset, set, range)
+#: The bookkeeping of undo records (what a run would need to be undone, and counters
+#: of that work), which a rebuilt worker never had: not state.
+_UNDO_BOOKKEEPING = {"_undo", "_touched", "_told_before", "_imports_before",
+                     "_undo_log", "undo_records", "undo_values"}
 
 
 def assert_same_state(a, b, path: str = "worker", seen: set | None = None) -> None:
@@ -150,7 +160,8 @@ def assert_same_state(a, b, path: str = "worker", seen: set | None = None) -> No
                     fields[name] = getattr(a, name)
         assert fields or a == b or repr(a) == repr(b), (path, a, b)
         for name, value in fields.items():
-            assert_same_state(value, getattr(b, name), f"{path}.{name}", seen)
+            if name not in _UNDO_BOOKKEEPING:
+                assert_same_state(value, getattr(b, name), f"{path}.{name}", seen)
 
 
 def _graph(edges: int, seed: int = 5) -> set:
@@ -179,19 +190,22 @@ def _reach_engine(edges: set, **kw):
 
 def test_a_one_edge_change_persists_the_change_not_the_state():
     """Bytes logged per busy superstep of a one-edge change do not follow the
-    graph (10x more edges: within 2x), and no base is rewritten for it."""
+    graph (10x more edges: within 2x), and no base is rewritten for it (after the
+    first run after the load, which may compact the load's log)."""
     per_step = {}
     for edges in (300, 3000):
         engine, df, e_in, r_in, cap = _reach_engine(_graph(edges), processes=1,
                                                     max_entries=10_000)
         logged, rebuilt = [], 0
-        for t in range(2, 8):
+        for t in range(2, 9):
             before = engine.tally()
             e_in.insert((t, edges // 3 + t))        # a new node hanging off a reached one
             e_in.advance_to(t)
             r_in.advance_to(t)
             df.run()
             after = engine.tally()
+            if t == 2:
+                continue        # (it may compact the load's log)
             assert after["base_bytes"] == before["base_bytes"]
             logged.append((after["log_bytes"] - before["log_bytes"])
                           / (after["busy"] - before["busy"]))
@@ -220,25 +234,77 @@ def test_jobs_grow_with_the_log_of_supersteps_not_with_loop_rounds():
     assert jobs <= math.ceil(math.log2(steps / engine.chain + 1)), (jobs, steps)
 
 
-def test_a_rolled_back_run_leaves_no_copy_behind():
-    """After a failed run the workers it changed are not used again (they are on an
-    abandoned branch): the next run rebuilds them from the log, and answers right."""
+CALLS: list = []
+
+
+def _invert(x: int) -> int:
+    CALLS.append(x)
+    return 10 // x
+
+
+def _late(kv: tuple) -> tuple:
+    """Runs after an exchange and a count: fails a later superstep than the first."""
+    if kv[1] > 3:
+        raise ValueError(f"count {kv[1]} too high")
+    return kv
+
+
+def test_a_run_failing_in_a_later_superstep_is_undone_too():
     engine = InProcessShards(2, processes=1)
     df = ddflow.Dataflow(engine=engine)
     s, c = df.new_collection("numbers")
-    inv = c.map(lambda x: 10 // x, name="invert").count().capture()
-    s.insert(1)
-    s.advance_to(1)
+    out = c.map(_invert, name="invert").map(lambda v: v % 2).count().map(_late).capture()
+    for t, x in enumerate((1, 2, 5), start=1):
+        s.insert(x)
+        s.advance_to(t)
+        df.run()
+    answer = out.at(2)
+    for x in (3, 7, 9):
+        s.insert(x)
+    s.advance_to(4)
+    steps = engine.supersteps
+    with pytest.raises(ddflow.UserFunctionError, match="too high"):
+        df.run()
+    assert engine.supersteps - steps >= 2        # failed after the first superstep
+    before = engine.tally()
+    CALLS.clear()
+    assert out.at(2) == answer
+    s.discard(7)
     df.run()
+    after = {k: engine.tally()[k] - before[k] for k in before}
+    assert after["rebuilt"] == after["replayed"] == 0
+    assert sorted(CALLS) == [3, 9]               # the pending records only
+    assert out.at(3) == {(0, 2): 1, (1, 3): 1}
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_failed_run_is_undone_without_running_anything_again(processes):
+    """A failed run's changes are undone by the undo records of the copies that
+    started it: no shard is rebuilt and no user function runs again to read the
+    answers of before or to run the next step.  With two processes, a copy that
+    joined the run half-way has none: it is rebuilt from the log (re-running the
+    supersteps it replays)."""
+    engine = InProcessShards(2, processes=processes)
+    df = ddflow.Dataflow(engine=engine)
+    s, c = df.new_collection("numbers")
+    inv = c.map(_invert, name="invert").count().capture()
+    for t, x in enumerate((1, 2, 5, 10), start=1):
+        s.insert(x)
+        s.advance_to(t)
+        df.run()
+    answer = inv.at(3)
     s.insert(0)
-    s.advance_to(2)
+    s.insert(20)
+    s.advance_to(5)
     with pytest.raises(ddflow.UserFunctionError):
         df.run()
     before = engine.tally()
+    CALLS.clear()
+    assert inv.at(3) == answer
     s.discard(0)
-    s.insert(2)
-    s.advance_to(3)
     df.run()
-    after = engine.tally()
-    assert after["rebuilt"] + after["replayed"] > before["rebuilt"] + before["replayed"]
-    assert inv.at(2) == {(10, 1): 1, (5, 1): 1}
+    after = {k: engine.tally()[k] - before[k] for k in before}
+    assert inv.at(4) == {(10, 1): 1, (5, 1): 1, (2, 1): 1, (1, 1): 1, (0, 1): 1}
+    if processes == 1:
+        assert after["rebuilt"] == after["replayed"] == 0
+        assert CALLS == [20]                 # the new record only: nothing re-ran
