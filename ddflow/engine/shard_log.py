@@ -19,11 +19,12 @@ contents or of progress: the caller says how to re-apply one logged superstep
   behind), so "the copy at version v" names one state only, and a copy at a version
   of the token's chain catches up by replaying the entries after it.
 * **Compaction**: once the entries since the base weigh as much as the base (or
-  number `max_entries`), the shard's next superstep writes a new base: what is
-  written stays proportional to the changes (each byte of state is rewritten after
-  as many bytes of changes, as in a log-structured merge), and a rebuild replays
-  about `max_entries` supersteps at most.  The chain before the base is kept until
-  the next compaction, so a copy left on it catches up instead of being rebuilt.
+  number `max_entries`), the shard's next superstep with no undo record open (the
+  first of a run, see below) writes a new base: what is written stays proportional
+  to the changes (each byte of state is rewritten after as many bytes of changes,
+  as in a log-structured merge), and a rebuild replays about `max_entries`
+  supersteps, plus one run's.  The chain before the base is kept until the next
+  compaction, so a copy left on it catches up instead of being rebuilt.
 * **Undo**: a copy that starts a run records what the run overwrites (the undo
   records every operator keeps, `operators.undo`), so that after a failed run the
   next superstep or read finds it undone at the run's start: a failed step costs
