@@ -155,19 +155,6 @@ def test_environment_errors_name_the_remedy(monkeypatch, tmp_path):
         check_environment("spark://127.0.0.1:9", timeout=2)
 
 
-def test_executors_that_cannot_import_the_project(spark):
-    engine = SparkEngine(spark, shards=2)
-
-    def probe(_):
-        raise ModuleNotFoundError("No module named 'ddflow'")
-    engine._probe = probe
-    df = ddflow.Dataflow(engine=engine)
-    s, c = df.new_collection()
-    c.capture()
-    with pytest.raises(EngineUnavailableError, match="ship_code"):
-        df.run()
-
-
 def test_spark_engine_rejects_workers_argument(spark):
     with pytest.raises(ddflow.GraphError):
         ddflow.Dataflow(engine=SparkEngine(spark), workers=3)
