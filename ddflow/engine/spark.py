@@ -266,6 +266,7 @@ class SparkEngine(BSPEngine):
             return
         sc = self.spark.sparkContext
         t0 = time.perf_counter()
+        CheckpointDir.require(sc.master, self.checkpoint_dir)
         self._setup.prepare(sc, self._temporary)
         if self._checkpoints is None:
             self._checkpoints = CheckpointDir(sc, self.checkpoint_dir, self._temporary)

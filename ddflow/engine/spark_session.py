@@ -20,6 +20,8 @@ isolates what a Spark user configures or runs into before any dataflow work:
   driver's temp dir) or a temp dir for local masters; checked to be writable and,
   for a local path on a cluster, visible from the executors; removed by `stop()`.
 * `Temporary`: paths an engine made, removed at `stop()` or at interpreter exit.
+  (The project zip shipped to executors is not one: it belongs to the session, in
+  Spark's own files directory, which Spark removes when the session stops.)
 
 The engine's progress goes to the python logger `ddflow.spark` (see
 `ddflow.engine.steplog`): configure it with `logging` as usual.
@@ -358,9 +360,19 @@ class ExecutorSetup:
         return None
 
     def _ship(self, sc: Any, temporary: "Temporary") -> None:
-        if self.shipped is None:
-            self.shipped = temporary.add(project_zip())
-            sc.addPyFile(self.shipped)
+        """Add the project's zip to the session, once per SparkContext: its Python
+        workers keep the first copy they imported, and executors that start later
+        (after a loss) fetch it from the driver, so it lives as long as the session,
+        in Spark's own files directory, which Spark deletes when the session stops."""
+        if self.shipped is not None:
+            return
+        key = sc.applicationId
+        if key not in _SHIPPED:
+            from pyspark import SparkFiles
+            folder = tempfile.mkdtemp(prefix="ddflow-ship-", dir=SparkFiles.getRootDirectory())
+            _SHIPPED[key] = project_zip(folder)
+            sc.addPyFile(_SHIPPED[key])
+        self.shipped = _SHIPPED[key]
 
     def _run_probe(self, sc: Any) -> list[dict]:
         n = max(2, sc.defaultParallelism)
@@ -392,10 +404,14 @@ def _driver_fingerprint() -> str | None:
     return _FINGERPRINT[0]
 
 
-def project_zip() -> str:
+#: The zip shipped to each running SparkContext (by application id).
+_SHIPPED: dict[str, str] = {}
+
+
+def project_zip(folder: str | None = None) -> str:
     """The three packages as a zip for `addPyFile` (executors without the install)."""
     root = _project_root()
-    fd, path = tempfile.mkstemp(prefix="ddflow-", suffix=".zip")
+    fd, path = tempfile.mkstemp(prefix="ddflow-", suffix=".zip", dir=folder)
     os.close(fd)
     with zipfile.ZipFile(path, "w") as z:
         for pkg in PACKAGES:
@@ -442,14 +458,19 @@ class CheckpointDir:
     share it.  `remove()` deletes this directory only, never `base`.
     """
 
+    @staticmethod
+    def require(master: str, base: str | None) -> None:
+        """Refuse a cluster master without `checkpoint_dir` (before any job)."""
+        if base is None and not is_local_master(master):
+            raise EngineUnavailableError(
+                f"SparkEngine needs checkpoint_dir=... for master {master}: a directory "
+                "every executor and the driver can reach (HDFS, S3, a shared mount); "
+                "the driver's temp dir is not on the other machines")
+
     def __init__(self, sc: Any, base: str | None, temporary: Temporary) -> None:
         master = sc.master
+        self.require(master, base)
         if base is None:
-            if not is_local_master(master):
-                raise EngineUnavailableError(
-                    f"SparkEngine needs checkpoint_dir=... for master {master}: a directory "
-                    "every executor and the driver can reach (HDFS, S3, a shared mount); "
-                    "the driver's temp dir is not on the other machines")
             self.path = temporary.add(tempfile.mkdtemp(prefix="ddflow-ckpt-"))
             self._local = True
             return

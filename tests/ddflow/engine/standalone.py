@@ -39,7 +39,7 @@ class StandaloneCluster:
 
     def __init__(self, workers: int = 2, cores: int = 1, memory: str = "1g") -> None:
         self.workers, self.cores, self.memory = workers, cores, memory
-        self.dir = Path(tempfile.mkdtemp(prefix="ddflow-standalone-"))
+        self.dir = Path(tempfile.mkdtemp(prefix="spark-standalone-"))
         self.port = free_port()
         self.master = f"spark://127.0.0.1:{self.port}"
         self.master_pid: int | None = None
