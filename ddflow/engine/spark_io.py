@@ -187,7 +187,7 @@ def _feed_on_executors(engine: Any, session: Any, frame: Any, data: list[int],
     stamps = {i: s["times"] for i, s in summaries if s["count"]}
     count = sum(s["count"] for _i, s in summaries)
     if count:
-        engine.feed_rdd(session, fed.filter(_is_chunk), stamps, count)
+        engine.feed_rdd(session, fed.filter(_is_chunk), stamps, count, persisted=fed)
     else:
         fed.unpersist()
     return count

@@ -384,8 +384,8 @@ class ExecutorSetup:
                            if "Python in worker" in ln or "Cannot run program" in ln
                            or "Error:" in ln), _first_line(exc))
             raise ExecutorEnvironmentError(
-                f"Spark executors could not run ddflow's probe ({reason[:300]}); the "
-                f"driver runs {sys.executable} "
+                f"Spark executors running {sc.pythonExec} could not run ddflow's probe "
+                f"({reason[:300]}); the driver runs {sys.executable} "
                 f"({'%d.%d.%d' % sys.version_info[:3]}): executors need the same Python "
                 "minor version with the project installed (PYSPARK_PYTHON chooses their "
                 "interpreter), or SparkEngine(ship_code=True)") from exc
