@@ -188,7 +188,10 @@ class InputSession:
 
     def insert_dataframe(self, frame: Any, time: str | None = None,
                          diff: str | None = None) -> int:
-        """Add the rows of a Spark DataFrame as updates (see `ddflow.engine.spark_io`)."""
+        """Add the rows of a Spark DataFrame as updates (see `ddflow.engine.spark_io`);
+        returns the number of rows.  On the Spark engine the rows are checked and
+        sharded on the executors and wait there for the next `run()`: `pending`
+        does not list them, and `discard` cannot withdraw them."""
         if not (hasattr(frame, "columns") and hasattr(frame, "toLocalIterator")):
             raise DataError(f"insert_dataframe needs a Spark DataFrame, got a "
                             f"{type(frame).__name__} (use extend() for (data, time, diff) "

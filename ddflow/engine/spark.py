@@ -24,8 +24,18 @@ operator or per loop round; `benchmarks/bench_spark.py` reports jobs and seconds
   driver as a record; the driver restores the state RDD of the step's start, gives
   the sessions their updates back and re-raises it, as the local engine does.
 
-pyspark is imported only by the Spark engine's modules (this one, `spark_io`, and
-`bsp.dumps` for cloudpickle), and only when they run, never at import time.
+* Inputs from DataFrames never pass through the driver: `spark_io` checks and shards
+  the rows on the executors and hands them over with `feed_rdd`; the next run counts
+  their minimal times as in flight and unions them into its first superstep.
+* Operations (`spark_session`): the session (the user's, honoured, or one made with
+  `conf`), executors registered within `executor_timeout`, running the driver's
+  Python and the driver's code, a checkpoint directory of the engine's own (shared,
+  for a cluster master); `stop()` unpersists what the engine cached and removes its
+  files; `_sweeping` keeps the cached RDDs to what `_held_rdds` lists.
+
+pyspark is imported only by the Spark engine's modules (this one, `spark_io`,
+`spark_session`, and `bsp.dumps` for cloudpickle), and only when they run, never at
+import time.
 """
 
 from __future__ import annotations
@@ -211,7 +221,8 @@ class SparkEngine(BSPEngine):
             from pyspark.sql import SparkSession
             running = SparkContext._active_spark_context
             if running is not None and running.master == self.master and not self.conf:
-                self._spark, self._owned = SparkSession(running), False
+                self._spark = SparkSession.getActiveSession() or SparkSession(running)
+                self._owned = False
             else:
                 self._spark = make_session(self.master, conf=self.conf,
                                            connect_timeout=self.connect_timeout,
