@@ -20,7 +20,7 @@ from tests.strategies import by_key, keyed_updates
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
-SLOW_OK = settings(max_examples=4, deadline=None,
+SLOW_OK = settings(max_examples=3, deadline=None,
                    suppress_health_check=[HealthCheck.function_scoped_fixture,
                                           HealthCheck.too_slow])
 
