@@ -240,8 +240,9 @@ class SparkEngine(BSPEngine):
         return self._checkpoints.path if self._checkpoints else None
 
     def stop(self) -> None:
-        """Release what the engine holds: its cached RDDs, its checkpoint directory,
-        the project zip it shipped; and the session, if the engine made it."""
+        """Release what the engine holds: its cached RDDs and its checkpoint directory;
+        and the session, if the engine made it.  (A project zip shipped to the
+        executors belongs to the session, in Spark's files directory: it goes with it.)"""
         if self._spark is not None and self._spark.sparkContext._jsc is not None:
             for rdd in self._held_rdds():
                 rdd.unpersist()
