@@ -36,6 +36,10 @@ dataflow", CIDR 2013; the `reduce` operator of the differential-dataflow crate):
 Times in advance of the frontier (`beyond`) are not evaluated: the interesting ones
 are returned, to be seeds when the frontier has passed them.
 
+A key with a handful of updates takes `replay_direct` instead, the definition
+evaluated as it stands (every join of the seeds with the update times): below
+some length the walk's sorting and bookkeeping cost more than it saves.
+
 Totally ordered (int) times take a fast path (`replay_total`): there every time at
 or after the least seed is interesting and no new join appears, so the walk is one
 pass over the key's entries as stored, grouped by time, with running
@@ -61,7 +65,7 @@ import heapq
 from operator import itemgetter
 from typing import Any, Callable, Iterable, Sequence
 
-from lattice import join, less_equal, meet, sort_key
+from lattice import join, joins_above, less_equal, meet, sort_key
 from ddflow.key_history import KeyHistory, add_to
 
 _first = itemgetter(0)
@@ -190,6 +194,46 @@ def replay_total(seeds: Iterable[int], inputs: Iterable[tuple], outputs: Iterabl
     return made, later, work
 
 
+def replay_direct(seeds: Iterable[Any], inputs: Iterable[tuple], outputs: Iterable[tuple],
+                  beyond: Callable[[Any], bool], correct: Correct
+                  ) -> tuple[list[tuple], set, int]:
+    """`replay` by its definition, from the key's `(value, time, diff)` entries as stored:
+    every join of the seeds with the update times is evaluated (in `sort_key` order,
+    each accumulation summed afresh), and those beyond the frontier are put off.
+
+    For a key with a handful of updates this costs less than `replay`'s bookkeeping
+    (sorting, suffix meets, the walk): differential dataflow's reduce likewise keeps
+    its general machinery for histories long enough to pay for it.  Its work grows
+    with (times evaluated) x (history), so a long history must go to `replay`.
+    """
+    inputs = list(inputs)
+    outputs = list(outputs)
+    seeds = set(seeds)
+    others = {t for _v, t, _r in inputs}
+    others.update(t for _o, t, _r in outputs)
+    made: list[tuple] = []
+    later: set = set()
+    work = 0
+    for u in sorted(joins_above(seeds, others), key=sort_key):
+        if beyond(u):
+            later.add(u)
+            continue
+        acc_in: dict = {}
+        acc_out: dict = {}
+        for v, t, r in inputs:
+            if less_equal(t, u):
+                add_to(acc_in, v, r)
+        for o, t, r in outputs:
+            if less_equal(t, u):
+                add_to(acc_out, o, r)
+        work += len(inputs) + len(outputs)
+        for o, r in correct(u, acc_in, acc_out).items():
+            if r:
+                made.append((o, u, r))
+                outputs.append((o, u, r))
+    return made, later, work
+
+
 def _fold(buffer: dict, base: dict, floor: Any) -> dict:
     """Join `buffer`'s times with `floor`: updates landing on it go to `base`."""
     kept: dict = {}
@@ -298,4 +342,4 @@ def _replay_partial(seeds: list, inputs: Sequence[KeyHistory], outputs: Sequence
     return made, later, work + ins.stepped + outs.stepped
 
 
-__all__ = ["replay", "replay_total", "floor_of", "Correct"]
+__all__ = ["replay", "replay_total", "replay_direct", "floor_of", "Correct"]

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from lattice import Product as P
+from operators.reduce import Reduce
 from ddflow.testing import evaluate, join_closure
 from tests.strategies import SCHEDULES, assert_law, by_key, keyed_updates
 
 KINDS = st.sampled_from(["product", "product3", "int"])
+
+
+@pytest.fixture(autouse=True, scope="module", params=["replay", "direct"])
+def reduce_path(request):
+    """Every test here runs with each key replayed by the general walk, then with
+    each evaluated directly (`Reduce.direct_below`), so both paths answer to the law.
+    (Module-scoped: hypothesis refuses function-scoped fixtures around examples.)"""
+    before = Reduce.direct_below
+    Reduce.direct_below = 0 if request.param == "replay" else 10**9
+    yield request.param
+    Reduce.direct_below = before
 
 
 def _count(c):
