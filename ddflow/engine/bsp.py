@@ -15,6 +15,7 @@ call, so what runs in a Spark task is exactly what the in-process tests check.
 
 from __future__ import annotations
 
+import logging
 import pickle
 from collections import Counter
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 from lattice import Antichain
 from ddflow.capture import Cursor, read_since
 from ddflow.engine.plan import Plan, instantiate
+from ddflow.engine.steplog import StepLog
 from ddflow.engine.worker import Worker, split_by_shard
 from ddflow.arguments import positive_int
 from ddflow.errors import DataflowError
@@ -75,6 +77,7 @@ def step_shard(index: int, state: Worker | None, incoming: list, plan: Plan,
                                                                     key=lambda kv: kv[0]))]
     info = {"shard": index, "moved": state.routed != routed or bool(incoming),
             "caps": caps, "queued": queued, "sent": sent,
+            "sent_records": sum(len(ups) for ups in outbox.values()),
             "counters": [[getattr(op, c) for c in COUNTERS] + [op.trace_records()]
                          for op in state.ops[0]]}
     return state, messages, info
@@ -88,6 +91,8 @@ def is_idle(index: int, incoming: list, ctx: dict) -> bool:
 
 class BSPEngine:
     """The driver of supersteps; subclasses say where shards live (`_superstep`)."""
+
+    _log = logging.getLogger("ddflow.bsp")
 
     def __init__(self, shards: int | None = None) -> None:
         if shards is not None:
@@ -122,6 +127,15 @@ class BSPEngine:
 
     def _prepare(self) -> None:
         pass
+
+    def _fed_stamps(self) -> list[tuple[int, int, list]]:
+        """`(input node, shard, minimal times)` of the updates the running step takes
+        from outside the driver (none here; see `SparkEngine.feed_rdd`)."""
+        return []
+
+    def _with_fed(self, messages: Any) -> Any:
+        """The first superstep's messages, with those updates joined in."""
+        return messages
 
     def fetch(self, node: Any, attr: str) -> list:
         """`getattr(op, attr)` of `node`'s operator on every shard."""
@@ -178,16 +192,19 @@ class BSPEngine:
         saved = (dict(self._stamps), {s: [list(r) for r in rows]
                                       for s, rows in self._counters.items()},
                  self._frontiers)
+        self._steplog = StepLog(self._log, getattr(self, "jobs", 0))
         try:
             self._run(df, taken)
-        except BaseException:
+        except BaseException as exc:
             self._rollback(handle)
             self._stamps, self._counters, self._frontiers = saved
             for session, updates in taken:
                 session.restore_pending(updates)
+            self._steplog.end(getattr(self, "jobs", 0), exc)
             raise
         self._release(handle)
         self._importing = False
+        self._steplog.end(getattr(self, "jobs", 0))
 
     def _run(self, df: Any, taken: list) -> None:
         inputs = {self.index[id(s.node)]: s.frontier() for s in df.sessions}
@@ -199,6 +216,12 @@ class BSPEngine:
                                              session.name).items():
                 messages.append((dest, (-1, len(messages), i, 0, part)))
                 sent_to.setdefault(dest, {}).setdefault((i, 0), []).extend(u[1] for u in part)
+        # Inputs already on the executors (DataFrames, `SparkEngine.feed_rdd`): their
+        # minimal times count as in flight to their shards, their records join the
+        # first superstep's messages.
+        for i, dest, times in self._fed_stamps():
+            sent_to.setdefault(dest, {}).setdefault((i, 0), []).extend(times)
+        messages = self._with_fed(messages)
         last_frontiers = None
         frontier_moved = True
         importing = self._importing
@@ -214,6 +237,7 @@ class BSPEngine:
                 importing = False
             infos, messages = self._superstep(messages, ctx)
             self.supersteps += 1
+            self._steplog.superstep(infos, getattr(self, "jobs", 0))
             errors = [i["error"] for i in infos if "error" in i]
             if errors:
                 exc, cause = pickle.loads(errors[0])
