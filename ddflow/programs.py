@@ -380,6 +380,7 @@ class _Compiler:
         self.given = set(relations)
         self.facts = None
         self.negated: dict = {}         # (source id, pattern, named) -> distinct keys
+        self.shared: dict = {}          # the rules' sources and indexes (`plan`)
 
     def run(self) -> dict:
         facts = [(c.head.name, tuple(t.value for t in c.head.terms))
@@ -447,7 +448,7 @@ class _Compiler:
         wanted = list(dict.fromkeys(wanted))
         head = Atom(label, tuple(Term(v, None, c.head.pos) for v in wanted), c.head.pos)
         rels = {a.name: lookup(a.name) for a in positives}
-        cur = plan(Rule(head, positives, text), rels, self.strategy)
+        cur = plan(Rule(head, positives, text), rels, self.strategy, self.shared)
         at = {v: n for n, v in enumerate(wanted)}
         tests = []
         for lit in c.body:

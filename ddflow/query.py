@@ -138,7 +138,7 @@ def query(rule: str, /, strategy: str | None = None, **relations: Any) -> Any:
     of one scope; a relation cannot be called `strategy`, the rule is positional).
     `strategy` is `"delta"`, `"generic"` or `"binary"`; `None` picks `"delta"` for
     cyclic rules and `"binary"` for acyclic ones.  Atoms with the same relation and
-    pattern share one filtered source and, under `"delta"`, its indices.
+    pattern share one filtered source and its indices (`plan`).
     """
     from ddflow.collection import Arranged, Collection
 
@@ -164,37 +164,47 @@ def query(rule: str, /, strategy: str | None = None, **relations: Any) -> Any:
     return plan(r, relations, strategy)
 
 
-def plan(r: Rule, relations: dict, strategy: str | None = None) -> Any:
+def plan(r: Rule, relations: dict, strategy: str | None = None,
+         shared: dict | None = None) -> Any:
     """Wire rule `r` over `relations` (checked: one `Collection` of one scope per
     body relation) with `strategy` (`None`: by the rule's shape).  `query` and
-    `ddflow.datalog` both plan through here."""
+    `ddflow.datalog` both plan through here.
+
+    `shared`, a dict a caller keeps across the rules it plans into one dataflow,
+    makes them share what they would otherwise build twice: one source per
+    (collection, pattern) and one index per (source, key columns), whichever rule
+    made it first (differential dataflow's "arrange once, join many times").  A
+    change of a relation then updates one index, however many rules read it.
+    """
+    shared = {} if shared is None else shared
     scope = relations[r.body[0].name].scope
     # One source per (relation, pattern): atoms with the same one share its indices.
-    source_ids: dict = {}
     sources: list = []
     atoms: list[tuple] = []
     atom_sources: list[int] = []
     for a in r.body:
         vars_, shape = _shape(a)
-        key = (a.name, shape)
-        if key not in source_ids:
-            source_ids[key] = len(sources)
-            rel = relations[a.name]
-            label = f"{r.head.name}.{a.name}{_pattern_text(shape)}"
+        rel = relations[a.name]
+        key = ("source", rel.node, shape)
+        src = shared.get(key)
+        if src is None:
+            label = f"{a.name}{_pattern_text(shape)}"
             if all(kind == "v" for kind, _ in shape) and len(vars_) == len(shape):
                 n = len(shape)
-                sources.append(rel.filter(lambda t, n=n: type(t) is tuple and len(t) == n,
-                                          name=label))
+                src = rel.filter(lambda t, n=n: type(t) is tuple and len(t) == n, name=label)
             else:
-                sources.append(rel.flat_map(_matcher(shape), name=label))
+                src = rel.flat_map(_matcher(shape), name=label)
+            shared[key] = src
+        if not any(s is src for s in sources):
+            sources.append(src)
         atoms.append(vars_)
-        atom_sources.append(source_ids[key])
+        atom_sources.append(next(k for k, s in enumerate(sources) if s is src))
     head = tuple(t.var for t in r.head.terms)
     if strategy is None:
         strategy = "delta" if is_cyclic(atoms) else "binary"
     name = r.head.name
     if strategy == "binary":
-        return _binary(sources, atoms, atom_sources, head, name)
+        return _binary(sources, atoms, atom_sources, head, name, shared)
     total = type(minimum(scope.minimum)) is int
     if strategy == "generic":
         if not total:
@@ -202,7 +212,7 @@ def plan(r: Rule, relations: dict, strategy: str | None = None) -> Any:
                              f"rule's relations have times like {scope.minimum!r}; use "
                              f"'delta' or 'binary'")
         return _generic(sources, atoms, atom_sources, head, name)
-    return _delta(sources, atoms, atom_sources, head, name, total)
+    return _delta(sources, atoms, atom_sources, head, name, total, shared)
 
 
 def _pattern_text(shape: tuple) -> str:
@@ -211,8 +221,14 @@ def _pattern_text(shape: tuple) -> str:
 
 # -- wiring -------------------------------------------------------------------------------
 
-def _binary(sources: list, atoms: list, atom_sources: list, head: tuple, name: str) -> Any:
-    """Left-deep joins; every intermediate result is arranged (the baseline)."""
+def _binary(sources: list, atoms: list, atom_sources: list, head: tuple, name: str,
+            shared: dict) -> Any:
+    """Left-deep joins; every intermediate result is arranged (the baseline).
+
+    A source joins through its index by the key columns, whose values are its whole
+    tuples: the same index serves any rule joining that source on those columns, on
+    either side of the join (a self-join reads one index twice).
+    """
     order = [0]
     bound = set(atoms[0])
     rest = list(range(1, len(atoms)))
@@ -221,25 +237,43 @@ def _binary(sources: list, atoms: list, atom_sources: list, head: tuple, name: s
         rest.remove(j)
         order.append(j)
         bound.update(atoms[j])
+
+    def index(s: int, positions: list) -> Any:
+        src = sources[s]
+        key = ("by", src.node, tuple(positions))
+        arranged = shared.get(key)
+        if arranged is None:
+            kg = key_getter(positions)
+            arranged = shared[key] = src.map(
+                lambda t, kg=kg: (kg(t), t),
+                name=f"{src.node.name}.by[{_pos(positions)}]").arrange_by_key()
+        return arranged
+
     layout = list(atoms[0])
-    cur = sources[atom_sources[0]]
-    rights: dict = {}
+    cur = None      # the joins so far, once there are some
     for j in order[1:]:
         a = atoms[j]
-        shared = [v for v in layout if v in a]
+        on = [v for v in layout if v in a]
         new = [v for v in a if v not in layout]
-        lk = key_getter([layout.index(v) for v in shared])
-        rk = key_getter([a.index(v) for v in shared])
-        rx = tuple_getter([a.index(v) for v in new]) if new else (lambda t: ())
-        rkey = (atom_sources[j], tuple(a.index(v) for v in shared), tuple(a.index(v) for v in new))
-        right = rights.get(rkey)
-        if right is None:
-            right = rights[rkey] = sources[atom_sources[j]].map(
-                lambda t, rk=rk, rx=rx: (rk(t), rx(t)), name=f"{name}.key{j}").arrange_by_key()
-        cur = cur.map(lambda b, lk=lk: (lk(b), b), name=f"{name}.key").join_map(
-            right, lambda k, b, e: b + e, name=f"{name}.join{j}")
+        right = index(atom_sources[j], [a.index(v) for v in on])
+        if cur is None:
+            left = index(atom_sources[order[0]], [layout.index(v) for v in on])
+        else:
+            lk = key_getter([layout.index(v) for v in on])
+            left = cur.map(lambda b, lk=lk: (lk(b), b), name=f"{name}.key")
+        if new:
+            rx = tuple_getter([a.index(v) for v in new])
+            cur = left.join_map(right, lambda k, b, t, rx=rx: b + rx(t), name=f"{name}.join{j}")
+        else:
+            cur = left.join_map(right, _left_value, name=f"{name}.join{j}")
         layout.extend(new)
+    if cur is None:
+        cur = sources[atom_sources[0]]
     return cur.map(tuple_getter([layout.index(v) for v in head]), name=f"{name}.head")
+
+
+def _left_value(_k: Any, b: Any, _t: Any) -> Any:
+    return b
 
 
 def _generic(sources: list, atoms: list, atom_sources: list, head: tuple, name: str) -> Any:
@@ -260,15 +294,15 @@ def _to_one(_data: Any) -> int:
 
 
 def _delta(sources: list, atoms: list, atom_sources: list, head: tuple, name: str,
-           total: bool) -> Any:
+           total: bool, indexes: dict) -> Any:
     """One rule per atom: its changes, extended step by step by half joins."""
     from ddflow.collection import Collection
-    indexes: dict = {}
 
     def index(p, kind: str) -> Node:
         # Count index: key -> (); propose index: key -> extension.  Arranged once per
-        # (relation, key positions[, extension positions]), shared by every rule.
-        k = (p.source, kind, p.key_src, p.ext_src if kind == "propose" else None)
+        # (source, key positions[, extension positions]), shared by every rule.
+        k = ("wcoj", sources[p.source].node, kind, p.key_src,
+             p.ext_src if kind == "propose" else None)
         if k not in indexes:
             kg = key_getter(p.key_src)
             src = sources[p.source]
