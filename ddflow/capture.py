@@ -41,7 +41,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Sequence
 
 from lattice import Antichain, DataflowError, as_time, less_equal, same_lattice, sort_key
-from ddflow.errors import NotFinalError, TimeError
+from ddflow.errors import GraphError, NotFinalError, TimeError
 from ddflow.updates import (accumulate, consolidate, fallback_key, sort_updates_ordered,
                             sorted_data)
 from operators.base import Operator
@@ -204,12 +204,14 @@ class Capture:
     @property
     def updates(self) -> list[tuple]:
         """All updates so far, consolidated and sorted (as `consolidate` sorts)."""
+        self._check_live()
         self._sync()
         return list(self._ordered())
 
     @property
     def frontier(self) -> Antichain:
         """The captured collection's frontier: times not in advance of it are final."""
+        self._check_live()
         f = self.dataflow.engine.frontier(self.node)
         return f[0] if f else Antichain([self.node.scope.minimum])
 
@@ -222,6 +224,7 @@ class Capture:
         far instead, on purpose (it may change).  Printed in data order (see
         `Accumulation`); iterated in no promised order.
         """
+        self._check_live()
         time = self._check_time(time)
         if self.since is not None and not less_equal(self.since, time):
             raise TimeError(f"capture '{self.node.name}' was added to the running dataflow "
@@ -242,17 +245,25 @@ class Capture:
 
     def to_spark(self, spark: Any) -> Any:
         """The updates as a Spark DataFrame (columns data, time, diff)."""
+        self._check_live()
         from ddflow.engine.spark_io import capture_to_spark
         return capture_to_spark(self, spark)
 
     def to_pandas(self) -> Any:
         """The updates as a pandas DataFrame (columns data, time, diff)."""
+        self._check_live()
         from ddflow.engine.spark_io import capture_to_pandas
         return capture_to_pandas(self)
 
     def is_final(self, time: Any) -> bool:
         """Whether the accumulation at `time` can no longer change."""
         return not self.frontier.less_equal(self._check_time(time))
+
+    def _check_live(self) -> None:
+        if self.node.dropped:
+            raise GraphError(f"capture '{self.node.name}' was dropped from the dataflow "
+                             "(Dataflow.drop): it has no answers any more; build it again "
+                             "to ask again", operator=self.node.name)
 
     def _check_time(self, time: Any) -> Any:
         time = as_time(time)
@@ -281,6 +292,8 @@ class Capture:
                              operator=self.node.name, time=time)
 
     def __repr__(self) -> str:
+        if self.node.dropped:
+            return f"Capture({self.node.name!r}, dropped)"
         self._sync()
         return f"Capture({self.node.name!r}, {self._size} updates)"
 

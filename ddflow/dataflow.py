@@ -289,8 +289,11 @@ class InputOp(Operator):
     It keeps what it has emitted, compacted (`history`), so that an operator added
     after `run()` can be handed the input's contents (`snapshot`): the input's own
     arrangement, in differential dataflow's terms.  The history is re-compacted to
-    the frontier whenever it has doubled since the last time, so it stays within
-    about twice the live records at a constant amortised cost per update.
+    the frontier whenever it has doubled since the last time, at a constant
+    amortised cost per update: it holds at most twice the records it held after its
+    last compaction.  That bounds it by the live records only while they do not
+    shrink: deleting every record leaves the deletions and what they cancel (up to
+    twice the old size) until the next updates trigger a compaction.
     """
 
     _state = ("frontier", "_live")

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from lattice import Antichain, Product, advance_by, join, less_equal, meet, sort_key
 from ddflow.dataflow import register
+from ddflow.errors import GraphError
 
 if TYPE_CHECKING:
     from ddflow.dataflow import Dataflow, Node, Scope
@@ -278,7 +279,7 @@ def draw_dataflow(df: Dataflow, ax: Any = None, *, annotate: bool = True) -> Any
         ax.add_patch(FancyBboxPatch((x0, y0), x1 - x0, y1 - y0,
                                     boxstyle="round,pad=0.02", linestyle="--",
                                     facecolor="#7f7f7f", alpha=0.08, edgecolor="#7f7f7f"))
-        ax.text(x0 + 0.05, y1 - 0.05, f"loop {scope.name}: (outer, round)", fontsize=7,
+        ax.text(x0 + 0.05, y1 - 0.05, f"loop {scope.name}: (outer, round)", fontsize=9,
                 va="top", ha="left", color="#555555")
 
     for producer, consumer, feedback in _edges(df):
@@ -290,7 +291,7 @@ def draw_dataflow(df: Dataflow, ax: Any = None, *, annotate: bool = True) -> Any
                                     linewidth=1.5)
             ax.add_patch(arrow)
             ax.text((x0 + x1) / 2 + box_w / 2 + 0.4, (y0 + y1) / 2, "+1 round",
-                    color=FEEDBACK_COLOR, fontsize=8)
+                    color=FEEDBACK_COLOR, fontsize=9)
         else:
             ax.add_patch(FancyArrowPatch((x0, y0 - box_h / 2), (x1, y1 + box_h / 2),
                                          arrowstyle="-|>", mutation_scale=10,
@@ -303,7 +304,7 @@ def draw_dataflow(df: Dataflow, ax: Any = None, *, annotate: bool = True) -> Any
                                     facecolor=KIND_COLORS.get(node.kind, "#ffffff"),
                                     edgecolor=edge, linewidth=1.2))
         lines = _label_lines(node) if annotate else _label_lines(node)[:2]
-        ax.text(x, y, "\n".join(lines), ha="center", va="center", fontsize=6.5)
+        ax.text(x, y, "\n".join(lines), ha="center", va="center", fontsize=9)
     xs = [p[0] for p in pos.values()] or [0.0]
     ys = [p[1] for p in pos.values()] or [0.0]
     ax.set_xlim(min(xs) - box_w, max(xs) + box_w + 1.0)
@@ -396,7 +397,7 @@ def draw_updates(updates: Iterable[tuple], ax: Any = None, *,
         if len(entries) > max_labels:
             text.append(f"... {len(entries) - max_labels} more")
         ax.annotate("\n".join(text), (a, b), xytext=(6, 4), textcoords="offset points",
-                    fontsize=7, va="bottom", ha="left", zorder=5,
+                    fontsize=9, va="bottom", ha="left", zorder=5,
                     bbox=dict(boxstyle="round,pad=0.2", facecolor="white", alpha=0.8,
                               edgecolor="none"))
     if title:
@@ -455,14 +456,14 @@ def draw_hasse(max_a: int, max_b: int, highlight: Sequence[Product] = (Product(1
             if t == m:
                 face, edge = "#1f77b4", "#12466b"
             ax.scatter([x], [y], s=size, facecolor=face, edgecolor=edge, zorder=2)
-            ax.text(x, y, f"{a},{b}", ha="center", va="center", fontsize=7, zorder=3)
+            ax.text(x, y, f"{a},{b}", ha="center", va="center", fontsize=9, zorder=3)
     if hi:
         from matplotlib.lines import Line2D
         handles = [Line2D([], [], marker="o", linestyle="", markersize=9, color=c, label=l)
                    for c, l in (("#ff7f0e", "times " + ", ".join(_fmt_time(t) for t in hi)),
                                 ("#2ca02c", f"join {_fmt_time(j)} (and its up-set)"),
                                 ("#1f77b4", f"meet {_fmt_time(m)} (and its down-set)"))]
-        ax.legend(handles=handles, loc="upper left", fontsize=8, frameon=False)
+        ax.legend(handles=handles, loc="upper left", fontsize=9, frameon=False)
     ax.set_title(f"Hasse diagram of Product(0..{max_a}, 0..{max_b})", fontsize=10)
     ax.set_axis_off()
     ax.set_aspect("equal")
@@ -501,7 +502,7 @@ def draw_advance_by(t: Product, frontier: Antichain, ax: Any = None, *,
     if (ta, tb) != (aa, ab):
         ax.annotate("", (aa, ab), (ta, tb),
                     arrowprops=dict(arrowstyle="-|>", color="#2ca02c", linewidth=1.5), zorder=4)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=9, frameon=False)
     ax.set_title("advance_by: the greatest time indistinguishable beyond F", fontsize=10)
     fig.tight_layout()
     return fig
@@ -511,18 +512,26 @@ def draw_rounds(df: Dataflow, ax: Any = None, *, loop: str | None = None,
                 log_scale: bool = True) -> Any:
     """Heatmap of a loop's changes per `(outer time, round)`; returns the figure.
 
-    Reads `df.loop_rows()`; `loop` picks one loop by name (default: the first).
-    Outer times are placed in `sort_key` order.  Empty cells did no work: the
-    picture of differential dataflow's incrementality.
+    Reads `df.loop_rows()`; `loop` picks one loop by the name of its scope or of
+    its variable (default: the first that logged anything).  Outer times are placed
+    in `sort_key` order.  Empty cells did no work: the picture of differential
+    dataflow's incrementality.
     """
     import numpy as np
     from matplotlib.colors import LogNorm
 
     rows = df.loop_rows()
-    names = list(dict.fromkeys(r["loop"] for r in rows))
-    if loop is None and names:
-        loop = names[0]
-    rows = [r for r in rows if r["loop"] == loop]
+    if loop is None:
+        loop = rows[0]["loop"] if rows else None
+    elif not any(loop in (r["loop"], r["variable"]) for r in rows):
+        names = sorted({n for r in rows for n in (r["loop"], r["variable"])})
+        raise GraphError(f"draw_rounds: no loop or loop variable named {loop!r} has "
+                         f"logged rounds; those that have: {names}")
+    rows = [r for r in rows if loop in (r["loop"], r["variable"])]
+    scopes = sorted({r["loop"] for r in rows})
+    if len(scopes) > 1:
+        raise GraphError(f"draw_rounds: {loop!r} names a variable of several loops "
+                         f"{scopes}: pass the loop's scope name")
     outers = sorted({r["outer"] for r in rows}, key=sort_key)
     if outers and all(type(o) is int for o in outers):
         # Int epochs: show the quiet ones too, an empty column is the point.
@@ -544,7 +553,7 @@ def draw_rounds(df: Dataflow, ax: Any = None, *, loop: str | None = None,
     fig.colorbar(im, ax=ax, label="changes fed back")
     ax.set_xticks(range(len(outers)))
     ax.set_xticklabels([_fmt_time(o) for o in outers], rotation=90 if len(outers) > 12 else 0,
-                       fontsize=8)
+                       fontsize=9)
     ax.set_xlabel("outer time (epoch)")
     ax.set_ylabel("round")
     from matplotlib.ticker import MaxNLocator

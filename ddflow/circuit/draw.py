@@ -35,6 +35,9 @@ COLORS = {"source": "#d9f2d9", "operator": "#ffffff", "feedback": "#ffe6a8",
 
 _DELAYS = ("delay", "delay_trace")
 
+#: Colour of the edges that carry a child's exported stream out of it.
+EXPORT_COLOR = "#1f5fbf"
+
 
 def _is_delay(node: Node) -> bool:
     return node.kind == "feedback" or (node.kind == "operator" and node.name in _DELAYS)
@@ -112,9 +115,16 @@ def to_dot(circuit: Circuit) -> str:
 def layout(circuit: Circuit) -> tuple[dict, dict]:
     """Positions `{node: (x, y)}` of the non-child nodes and frames
     `{child node: (x0, y0, x1, y1)}`: x is the longest forward path from a source,
-    y a row inside the band of the node's circuit (children's bands below)."""
+    y a row inside the band of the node's circuit (children's bands below).  Root
+    nodes left or right of every child frame (sources feeding a child, sinks of its
+    exports) then move level with the nodes they connect to, so that a circuit
+    whose work happens in a child does not leave the root's band empty."""
     nodes = [n for n in circuit.walk() if n.kind != "child"]
     forward = [(s, d) for s, d, back, _l in edges(circuit) if not back]
+    circuits = list(circuit._circuits())
+    # A child's nodes start right of whatever feeds the child from outside (a feedback
+    # node, fed only by its back edge, would otherwise sit level with the sources).
+    inside = {id(c): {n for n in c.walk() if n.kind != "child"} for c in circuits if c.depth}
     layer = {n: 0 for n in nodes}
     for _ in range(len(nodes) + 1):
         changed = False
@@ -122,9 +132,15 @@ def layout(circuit: Circuit) -> tuple[dict, dict]:
             if layer[d] < layer[s] + 1:
                 layer[d] = layer[s] + 1
                 changed = True
+        for members in inside.values():
+            entry = [layer[s] + 1 for s, d in forward if d in members and s not in members]
+            floor = max(entry, default=0)
+            for n in members:
+                if layer[n] < floor:
+                    layer[n] = floor
+                    changed = True
         if not changed:
             break
-    circuits = list(circuit._circuits())
     preds: dict[Node, list[Node]] = {n: [] for n in nodes}
     for s, d in forward:
         preds[d].append(s)
@@ -140,8 +156,10 @@ def layout(circuit: Circuit) -> tuple[dict, dict]:
             here = [n for n in own if layer[n] == lay]
 
             def bary(n: Node, here: list = here) -> tuple:
+                # Feedback nodes first: their back edge then arcs over the top.
                 ps = [rows[p] for p in preds[n] if p in rows and p.circuit is c]
-                return (sum(ps) / len(ps) if ps else here.index(n), here.index(n))
+                return (n.kind != "feedback", sum(ps) / len(ps) if ps else here.index(n),
+                        here.index(n))
 
             for r, n in enumerate(sorted(here, key=bary)):
                 rows[n] = r
@@ -159,7 +177,48 @@ def layout(circuit: Circuit) -> tuple[dict, dict]:
         ys = [pos[n][1] for n in inside] or [-(band_of[id(c)] + 1) * 1.1]
         own = [pos[n][1] for n in c.nodes if n.kind != "child"] or ys
         frames[c.node] = (min(xs) - 0.8, min(ys) - 0.6, max(xs) + 0.8, max(own) + 0.7)
+    _align_outside_frames(nodes, forward, pos, frames)
     return pos, frames
+
+
+#: Vertical distance between two rows of nodes, a node's half width (at most), and
+#: the height of a back edge's arc above its ends.
+_ROW, _HALF_W, _ARC = 1.1, 0.55, 0.6
+
+
+def _align_outside_frames(nodes: list, forward: list, pos: dict, frames: dict) -> None:
+    """Move root nodes clear of every frame (in x) to the mean height of their forward
+    neighbours, then spread nodes sharing an x at least a row apart."""
+    spans = [(x0, x1) for x0, _y0, x1, _y1 in frames.values()]
+    if not spans:
+        return
+
+    def clear(n: Node) -> bool:
+        x = pos[n][0]
+        return n.depth == 0 and all(x + _HALF_W < x0 or x - _HALF_W > x1 for x0, x1 in spans)
+
+    movable = [n for n in nodes if clear(n)]
+    neighbours: dict = {n: [] for n in movable}
+    for s, d in forward:
+        if s in neighbours:
+            neighbours[s].append(d)
+        if d in neighbours:
+            neighbours[d].append(s)
+    for _ in range(len(movable)):        # chains of movable nodes settle in as many passes
+        for n in movable:
+            ys = [pos[m][1] for m in neighbours[n]]
+            if ys:
+                pos[n] = (pos[n][0], sum(ys) / len(ys))
+    columns: dict = {}
+    for n in nodes:
+        columns.setdefault(round(pos[n][0], 6), []).append(n)
+    for column in columns.values():
+        if not any(n in neighbours for n in column):
+            continue
+        column.sort(key=lambda n: -pos[n][1])            # top to bottom
+        for above, below in zip(column, column[1:]):
+            if pos[above][1] - pos[below][1] < _ROW:
+                pos[below] = (pos[below][0], pos[above][1] - _ROW)
 
 
 def draw(circuit: Circuit, ax: Any = None, *, figsize: tuple | None = None,
@@ -171,13 +230,18 @@ def draw(circuit: Circuit, ax: Any = None, *, figsize: tuple | None = None,
         [f[2] for f in frames.values()]
     ys = [y for _x, y in pos.values()] + [f[1] for f in frames.values()] + \
         [f[3] for f in frames.values()]
+    # Back edges arc over their ends, at most _ARC above the higher one.
+    arcs = [max(pos[s][1], pos[d][1]) + 0.3 + _ARC for s, d, back, _l in edges(circuit) if back]
     x_lim = (min(xs, default=0) - 0.9, max(xs, default=0) + 0.9)
-    y_lim = (min(ys, default=0) - 0.8, max(ys, default=0) + 0.9)
+    y_lim = (min(ys, default=0) - 0.6, max(ys + arcs, default=0) + 0.3)
     if ax is None:
         import matplotlib.pyplot as plt
         # About one inch per unit, so that labels fit their boxes; room for the legend.
         size = figsize or (x_lim[1] - x_lim[0] + 2.2, y_lim[1] - y_lim[0] + 0.4)
         fig, ax = plt.subplots(figsize=size)
+        # The axes fill the figure but for the legend's strip and the title.
+        fig.subplots_adjust(left=0.01, right=1 - 2.2 / size[0], bottom=0.01,
+                            top=1 - 0.35 / size[1])
     fig = ax.figure
     half_w, half_h = 0.55, 0.32
 
@@ -186,7 +250,7 @@ def draw(circuit: Circuit, ax: Any = None, *, figsize: tuple | None = None,
             (x0, y0), x1 - x0, y1 - y0, boxstyle="round,pad=0.02,rounding_size=0.1",
             fill=True, facecolor=COLORS["child"], edgecolor="#777777", linestyle="--",
             linewidth=1.0, zorder=0))
-        ax.text(x0 + 0.08, y1 - 0.08, f"child {child.name} {_gid(child)}", fontsize=8,
+        ax.text(x0 + 0.08, y1 - 0.08, f"child {child.name} {_gid(child)}", fontsize=9,
                 va="top", ha="left", color="#555555", zorder=1)
 
     for node, (x, y) in pos.items():
@@ -218,10 +282,10 @@ def draw(circuit: Circuit, ax: Any = None, *, figsize: tuple | None = None,
                                             zorder=2)
             text = node.label if node.kind == "operator" else node.name
         ax.add_patch(patch)
-        size = 12 if len(text) <= 2 else 8 if len(text) <= 9 else 6.5
+        size = 12 if len(text) <= 2 else 10 if len(text) <= 9 else 9
         ax.text(x, y + 0.04, text, ha="center", va="center", fontsize=size, zorder=3)
         ax.text(x, y - hh - 0.09, f"{node.kind} {_gid(node)}", ha="center", va="top",
-                fontsize=6, color="#444444", zorder=3)
+                fontsize=9, color="#444444", zorder=3)
 
     def hw_of(node: Node) -> float:
         return 0.3 if _is_delay(node) else half_w
@@ -229,24 +293,29 @@ def draw(circuit: Circuit, ax: Any = None, *, figsize: tuple | None = None,
     for src, dst, back, label in edges(circuit):
         (x0, y0), (x1, y1) = pos[src], pos[dst]
         if back:
+            # A quadratic arc rises rad * length / 2: keep long ones as flat as short ones.
+            rad = min(0.45, 2 * _ARC / max(abs(x1 - x0), 0.1))
             arrow = mpatches.FancyArrowPatch(
-                (x0, y0 + 0.3), (x1, y1 + 0.3), connectionstyle="arc3,rad=0.45",
+                (x0, y0 + 0.3), (x1, y1 + 0.3), connectionstyle=f"arc3,rad={rad:.3f}",
                 arrowstyle="-|>", mutation_scale=10, color="#b06000", linestyle="--",
                 linewidth=1.0, zorder=1)
         else:
+            # An exported stream is drawn in its own colour (see the legend) rather than
+            # labelled: the exports of one node fan out from one point, labels collide.
             arrow = mpatches.FancyArrowPatch(
                 (x0 + hw_of(src), y0), (x1 - hw_of(dst), y1), arrowstyle="-|>", mutation_scale=10,
-                color="black", linewidth=0.9, shrinkA=0, shrinkB=0, zorder=1)
+                color=EXPORT_COLOR if label == "export" else "black",
+                linewidth=1.4 if label == "export" else 0.9, shrinkA=0, shrinkB=0, zorder=1)
         ax.add_patch(arrow)
-        if label:
-            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.08, label, fontsize=6,
-                    color="#555555", ha="center")
 
+    from matplotlib.lines import Line2D
     handles = [mpatches.Patch(facecolor=COLORS[k], edgecolor="black", label=lab)
                for k, lab in (("source", "source"), ("operator", "operator"),
                               ("import", "import"), ("delay", "z^-1 / feedback"),
                               ("sink", "sink"), ("child", "child circuit"))]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7,
+    handles += [Line2D([], [], color=EXPORT_COLOR, linewidth=1.4, label="export (child out)"),
+                Line2D([], [], color="#b06000", linestyle="--", label="back edge (feedback)")]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9,
               frameon=False)
     ax.set_xlim(*x_lim)
     ax.set_ylim(*y_lim)

@@ -347,6 +347,42 @@ def test_draw_makes_a_matplotlib_figure():
     plt.close(fig)
 
 
+def test_draw_puts_root_nodes_level_with_the_child_and_labels_at_9_pt():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from ddflow.circuit.draw import layout
+    c = Circuit("reach")
+    edges, roots = c.source("edges"), c.source("roots")
+    change = _reach_circuit(c, edges, roots)
+    c.sink(change, name="reached")
+    c.sink(integrate(change), name="reached set")
+    pos, frames = layout(c)
+    (x0, y0, x1, y1), = frames.values()
+    root = [n for n in pos if n.depth == 0]
+    # sources and sinks sit beside the child's frame, within its height: no empty band
+    assert root and all(y0 <= pos[n][1] <= y1 for n in root)
+    assert all(pos[n][0] < x0 or pos[n][0] > x1 for n in root)
+    # the feedback node starts the child, right of the sources feeding it
+    fb, = [n for n in pos if n.kind == "feedback"]
+    assert pos[fb][0] > max(pos[n][0] for n in root if n.kind == "source")
+    # nodes in one column are at least a row apart
+    for a in pos:
+        for b in pos:
+            if a is not b and pos[a][0] == pos[b][0]:
+                assert abs(pos[a][1] - pos[b][1]) >= 1.1 - 1e-9
+    fig = c.draw()
+    ax = fig.axes[0]
+    assert min(t.get_fontsize() for t in ax.texts) >= 9
+    assert min(t.get_fontsize() for t in ax.get_legend().get_texts()) >= 9
+    top = ax.get_ylim()[1]
+    # the back edge's arc stays inside the axes (extents of the curve, not its control points)
+    back = [p for p in ax.patches
+            if type(p).__name__ == "FancyArrowPatch" and p.get_linestyle() == "--"]
+    assert back and all(p.get_path().get_extents().y1 <= top for p in back)
+    plt.close(fig)
+
+
 # -- the engine's delay, which a root z^-1 compiles to ---------------------------------------
 
 def test_engine_can_shift_a_collection_by_one_tick():

@@ -260,6 +260,13 @@ def test_a_dropped_piece_stops_and_the_rest_goes_on():
     assert all(n.dropped for n in df.nodes if n.name == "map")
     with pytest.raises(GraphError, match="input"):
         df.drop(c)
+    # A dropped capture's reads say so (they raised a bare AttributeError once the
+    # engine had moved on), and its repr does not read anything.
+    for read in (lambda: doubled.updates, lambda: doubled.at(1), lambda: doubled.frontier,
+                 lambda: doubled.is_final(1)):
+        with pytest.raises(GraphError, match="capture 'capture' was dropped"):
+            read()
+    assert repr(doubled) == "Capture('capture', dropped)"
 
 
 def test_reading_before_since_is_refused_and_says_when_the_piece_was_added():

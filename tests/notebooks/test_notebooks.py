@@ -8,10 +8,14 @@ without outputs, so the outputs checked here are always fresh.
 
 `MPLBACKEND=Agg` keeps matplotlib off any display; the notebooks select the inline
 backend themselves (`%matplotlib inline`), which renders PNGs without one.
+The kernel is another process started in `notebooks/`: `PYTHONPATH` puts this
+checkout first, so it imports the code under test, not whichever copy the
+interpreter has installed (an editable install points at one checkout only).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -20,7 +24,8 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
 
 #: Seconds a single cell may take before the test fails (the notebooks take seconds).
@@ -34,7 +39,13 @@ def test_there_are_notebooks() -> None:
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
 def test_notebook_runs_and_draws(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    # The kernel imports this checkout's ddflow (a git worktree's, say), not whichever
+    # one the environment has installed.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     nb = nbformat.read(path, as_version=4)
+    sources = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert "assert " in sources, f"{path.name}: no claim is checked by an assert"
     stale = [i for i, c in enumerate(nb.cells)
              if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count"))]
     assert not stale, f"{path.name}: outputs committed in cells {stale}; strip them"
