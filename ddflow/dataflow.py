@@ -398,6 +398,9 @@ class Dataflow:
         #: added afterwards starts from (see `run`).
         self.time_ran: Any = None
         self._dropping = False
+        #: Work done by operators since dropped (`drop`): `total_work` keeps counting
+        #: it, so the total never goes down when a piece is taken away.
+        self._retired_work = 0
         self._arrangement_log: list | None = None
         self._loops = 0
 
@@ -545,6 +548,9 @@ class Dataflow:
                                         if not c.dropped}))
             raise GraphError(f"drop(): '{node.name}' is still read by {readers}; drop "
                              "those first", operator=node.name)
+        # Nothing runs between drop() and the next run(): the doomed operators'
+        # counters are final now (an engine may reset them when it lets them go).
+        self._retired_work += sum(self._work_of(n) for n in doomed)
         for n in doomed:
             n.dropped = True
         self.captures = [c for c in self.captures if not c.node.dropped]
@@ -578,8 +584,15 @@ class Dataflow:
         return _registered("to_dot", "ddflow.viz")(self)
 
     def total_work(self) -> int:
-        """Records processed by all operators: records in plus trace records read."""
-        return sum(r["records_in"] + r["work"] for r in self.metrics())
+        """Records processed by all operators since the dataflow was built: records in
+        plus trace records read.  Operators taken away by `drop` keep the work they
+        did in the total, so it never decreases: the difference between two readings
+        is the work done in between."""
+        return self._retired_work + sum(self._work_of(n) for n in self.nodes
+                                        if not n.dropped)
+
+    def _work_of(self, node: Node) -> int:
+        return sum(op.records_in + op.work for op in self.engine.operators(node))
 
     def loop_rows(self) -> list[dict]:
         """Round-by-round log of every loop: outer time, round, changes, sample."""

@@ -2,10 +2,9 @@
 
 This module isolates drawing.  It reads a `Dataflow`'s graph (nodes, scopes, the
 frontier each operator last saw, the records its traces hold) and sets of update
-triples, and turns them into pictures; it never runs or changes a dataflow.  It
-leaves out layout algorithms of its own beyond layering by creation order (which is
-a topological order once feedback edges are cut), and it needs no graphviz binary:
-`to_dot` only writes text, `draw_dataflow` draws with matplotlib.
+triples, and turns them into pictures; it never runs or changes a dataflow.  Where
+an operator goes is `ddflow.layout`'s job; it needs no graphviz binary: `to_dot`
+only writes text, `draw_dataflow` draws with matplotlib.
 
 matplotlib is imported inside the drawing functions, so `import ddflow.viz` (and
 `to_dot`) costs nothing and works where matplotlib is not installed.
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from lattice import Antichain, Product, advance_by, join, less_equal, meet, sort_key
 from ddflow.dataflow import register
 from ddflow.errors import GraphError
+from ddflow.layout import edges, layout
 
 if TYPE_CHECKING:
     from ddflow.dataflow import Dataflow, Node, Scope
@@ -51,6 +51,8 @@ KIND_COLORS = {
     "leave": "#e8e0ff", "feedback": "#ffb3b3", "capture": "#cfe8ff",
 }
 FEEDBACK_COLOR = "#d62728"
+#: Points: every label of a drawing is at least this large.
+FONT_SIZE = 9
 
 
 # --------------------------------------------------------------------------------------
@@ -116,21 +118,6 @@ def _label_lines(node: Node) -> list[str]:
     return lines
 
 
-def _edges(df: Dataflow) -> list[tuple[Node, Node, bool]]:
-    """`(producer, consumer, is_feedback)` for every edge of the graph.
-
-    The feedback edge is the one into a loop's `Variable` node: it carries round `r`
-    to round `r + 1`, and it is the only edge that goes backwards in creation order.
-    """
-    present = set(map(id, df.nodes))
-    out = []
-    for node in df.nodes:
-        for producer in node.inputs:
-            if id(producer) in present:
-                out.append((producer, node, node.kind == "feedback"))
-    return out
-
-
 # --------------------------------------------------------------------------------------
 # graphviz text
 
@@ -189,8 +176,7 @@ def to_dot(df: Dataflow) -> str:
                          f', fillcolor="{color}"{extra}];')
         for child in sub["children"].values():
             scope = child["scope"]
-            limit = "" if scope.max_rounds is None else f", max_rounds={scope.max_rounds}"
-            label = f"loop {scope.name}: times (outer, round){limit}"
+            label = _scope_header(scope)
             lines.append(f"{indent}subgraph {_dot_quote(cluster_ids[id(scope)])} {{")
             lines.append(f"{indent}  label={_dot_quote(label)};")
             lines.append(f'{indent}  style="rounded,dashed"; color="#7f7f7f";')
@@ -198,7 +184,7 @@ def to_dot(df: Dataflow) -> str:
             lines.append(f"{indent}}}")
 
     emit(tree, "  ")
-    for producer, consumer, feedback in _edges(df):
+    for producer, consumer, feedback in edges(df):
         if feedback:
             lines.append(f"  n{producer.id} -> n{consumer.id} [style=dashed, "
                          f'color="{FEEDBACK_COLOR}", fontcolor="{FEEDBACK_COLOR}", '
@@ -222,96 +208,86 @@ def _axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
     return fig, ax
 
 
-def _layers(df: Dataflow) -> dict[int, int]:
-    """Layer of each node: the longest path from an input, feedback edges cut.
-
-    Creation order is a topological order of the graph without its feedback edges
-    (every other edge goes from an earlier node to a later one), so one pass in
-    that order settles every layer.
-    """
-    layer: dict[int, int] = {}
-    for node in df.nodes:
-        ins = [layer[id(p)] for p in node.inputs
-               if id(p) in layer and node.kind != "feedback"]
-        layer[id(node)] = 1 + max(ins) if ins else 0
-    # A variable sits just above the first node that reads it, not at the top.
-    for node in df.nodes:
-        if node.kind == "feedback":
-            readers = [layer[id(c)] for c, _p in node.consumers if id(c) in layer]
-            if readers:
-                layer[id(node)] = max(0, min(readers) - 1)
-    return layer
-
-
 def draw_dataflow(df: Dataflow, ax: Any = None, *, annotate: bool = True) -> Any:
     """Draw the dataflow graph with matplotlib; returns the figure.
 
-    Nodes are layered top to bottom by their longest path from an input (creation
-    order breaks ties left to right); each box shows id, name and kind and, with
-    `annotate`, the input frontier and trace size.  Loop scopes are shaded boxes
-    behind their nodes; the feedback edge is a dashed red arc.
+    Rows are layers, top to bottom, by the longest path from an input; each loop is a
+    band of contiguous columns in a dashed rectangle, its nested loops inside it
+    (`ddflow.layout` places everything, and routes edges through the gaps so none
+    crosses a box).  Each box is sized to its label, 9 pt: id, name and kind and,
+    with `annotate`, the input frontier and trace size.  The feedback edge into a
+    loop's variable is dashed red, labelled "+1 round".
+
+    Sizes are in inches: a new figure is made to fit (at any dpi); on a given `ax`
+    the drawing is scaled to the axes, so text may no longer fit its box.
     """
-    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
+    from matplotlib.path import Path
 
-    layer = _layers(df)
-    rows: dict[int, list] = {}
-    for node in df.nodes:
-        rows.setdefault(layer[id(node)], []).append(node)
-    width = max((len(r) for r in rows.values()), default=1)
-    height = max(rows, default=0) + 1
-    fig, ax = _axes(ax, (max(6.0, 2.6 * width), max(3.0, 1.25 * height + 0.5)))
-    pos: dict[int, tuple[float, float]] = {}
-    for depth, row in rows.items():
-        for i, node in enumerate(row):
-            pos[id(node)] = ((i - (len(row) - 1) / 2) * 2.6, -depth * 1.25)
-    box_w, box_h = 2.3, 0.95 if annotate else 0.6
+    fig = ax.figure if ax is not None else plt.figure()
+    renderer = fig.canvas.get_renderer()
 
-    # Loop scopes first, so they sit behind the nodes (deeper scopes drawn later).
-    scopes: dict = {}
-    for node in df.nodes:
-        for scope in _scope_chain(node.scope):
-            scopes.setdefault(id(scope), (scope, []))[1].append(pos[id(node)])
-    for scope, pts in sorted(scopes.values(), key=lambda sp: sp[0].depth):
-        pad = 0.15 * (4 - min(scope.depth, 3))
-        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-        x0, x1 = min(xs) - box_w / 2 - pad, max(xs) + box_w / 2 + pad
-        y0, y1 = min(ys) - box_h / 2 - pad, max(ys) + box_h / 2 + pad
-        ax.add_patch(FancyBboxPatch((x0, y0), x1 - x0, y1 - y0,
-                                    boxstyle="round,pad=0.02", linestyle="--",
-                                    facecolor="#7f7f7f", alpha=0.08, edgecolor="#7f7f7f"))
-        ax.text(x0 + 0.05, y1 - 0.05, f"loop {scope.name}: (outer, round)", fontsize=9,
-                va="top", ha="left", color="#555555")
+    def text_size(text: str) -> tuple[float, float]:
+        probe = fig.text(0, 0, text, fontsize=FONT_SIZE, linespacing=1.25)
+        box = probe.get_window_extent(renderer)
+        probe.remove()
+        return box.width / fig.dpi, box.height / fig.dpi
 
-    for producer, consumer, feedback in _edges(df):
-        (x0, y0), (x1, y1) = pos[id(producer)], pos[id(consumer)]
-        if feedback:
-            arrow = FancyArrowPatch((x0 + box_w / 2, y0), (x1 + box_w / 2, y1),
-                                    connectionstyle="arc3,rad=-0.35", arrowstyle="-|>",
-                                    mutation_scale=12, color=FEEDBACK_COLOR, linestyle="--",
-                                    linewidth=1.5)
-            ax.add_patch(arrow)
-            ax.text((x0 + x1) / 2 + box_w / 2 + 0.4, (y0 + y1) / 2, "+1 round",
-                    color=FEEDBACK_COLOR, fontsize=9)
-        else:
-            ax.add_patch(FancyArrowPatch((x0, y0 - box_h / 2), (x1, y1 + box_h / 2),
-                                         arrowstyle="-|>", mutation_scale=10,
-                                         color="#444444", linewidth=0.8))
-    for node in df.nodes:
-        x, y = pos[id(node)]
-        edge = FEEDBACK_COLOR if node.kind == "feedback" else "#333333"
-        ax.add_patch(FancyBboxPatch((x - box_w / 2, y - box_h / 2), box_w, box_h,
-                                    boxstyle="round,pad=0.02",
-                                    facecolor=KIND_COLORS.get(node.kind, "#ffffff"),
-                                    edgecolor=edge, linewidth=1.2))
-        lines = _label_lines(node) if annotate else _label_lines(node)[:2]
-        ax.text(x, y, "\n".join(lines), ha="center", va="center", fontsize=9)
-    xs = [p[0] for p in pos.values()] or [0.0]
-    ys = [p[1] for p in pos.values()] or [0.0]
-    ax.set_xlim(min(xs) - box_w, max(xs) + box_w + 1.0)
-    ax.set_ylim(min(ys) - box_h, max(ys) + box_h)
+    labels = {id(n): "\n".join(_label_lines(n) if annotate else _label_lines(n)[:2])
+              for n in df.nodes}
+
+    def box_size(node: Node) -> tuple[float, float]:
+        w, h = text_size(labels[id(node)])
+        return w + 0.16, h + 0.12
+
+    headers = {id(s): _scope_header(s) for n in df.nodes for s in _scope_chain(n.scope)}
+    placed = layout(df, box_size, lambda scope: text_size(headers[id(scope)])[0])
+    if ax is None:
+        fig.set_size_inches(placed.width, placed.height)
+        ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, placed.width)
+    ax.set_ylim(placed.height, 0)           # the first row at the top
     ax.set_axis_off()
-    ax.set_title(f"dataflow: {len(df.nodes)} operators", fontsize=10)
+
+    # Loop rectangles first, so they sit behind the nodes (outer loops drawn first).
+    for scope, r in placed.scopes:
+        ax.add_patch(Rectangle((r.x0, r.y0), r.x1 - r.x0, r.y1 - r.y0, linestyle="--",
+                               facecolor="#7f7f7f", alpha=0.08, edgecolor="#555555",
+                               gid=f"scope:{id(scope)}", zorder=0))
+        # Over the edges that enter the loop across its header, and legible there.
+        ax.text(r.x0 + 0.08, r.y0 + 0.05, headers[id(scope)], fontsize=FONT_SIZE,
+                va="top", ha="left", color="#444444", zorder=4, gid=f"header:{id(scope)}",
+                bbox=dict(boxstyle="square,pad=0.1", facecolor="#f4f4f4", edgecolor="none"))
+    for e in placed.edges:
+        codes = [Path.MOVETO] + [Path.LINETO] * (len(e.points) - 1)
+        color = FEEDBACK_COLOR if e.feedback else "#444444"
+        ax.add_patch(FancyArrowPatch(path=Path(e.points, codes), arrowstyle="-|>",
+                                     mutation_scale=10, color=color, shrinkA=0, shrinkB=0,
+                                     linestyle="--" if e.feedback else "-",
+                                     linewidth=1.4 if e.feedback else 0.8, zorder=1,
+                                     gid=f"edge:{e.producer.id}->{e.consumer.id}"))
+    for x, y, text in placed.notes:
+        ax.text(x, y, text, rotation=90, color=FEEDBACK_COLOR, fontsize=FONT_SIZE,
+                ha="left", va="center", zorder=4, gid="note")
+    for node in df.nodes:
+        b = placed.boxes[id(node)]
+        edge = FEEDBACK_COLOR if node.kind == "feedback" else "#333333"
+        ax.add_patch(FancyBboxPatch((b.x0, b.y0), b.x1 - b.x0, b.y1 - b.y0,
+                                    boxstyle="round,pad=0,rounding_size=0.05",
+                                    facecolor=KIND_COLORS.get(node.kind, "#ffffff"),
+                                    edgecolor=edge, linewidth=1.2, zorder=2,
+                                    gid=f"node:{node.id}"))
+        ax.text(b.cx, b.cy, labels[id(node)], ha="center", va="center", fontsize=FONT_SIZE,
+                linespacing=1.25, zorder=3, gid=f"label:{node.id}")
+    ax.text(0.15, 0.12, f"dataflow: {len(df.nodes)} operators", fontsize=10, va="top",
+            ha="left")
     return fig
+
+
+def _scope_header(scope: Scope) -> str:
+    limit = "" if scope.max_rounds is None else f", max_rounds={scope.max_rounds}"
+    return f"loop {scope.name}: times (outer, round){limit}"
 
 
 def _grid_xy(t: Any) -> tuple[int, int]:

@@ -231,7 +231,11 @@ class Feedback(Operator):
         msg = (f"iterate loop '{self.name}' did not converge within max_rounds="
                f"{self.max_rounds} at outer time {outer!r}: changes still flow into round {rnd}; "
                f"last changes: {last[:8]!r}{' ...' if len(last) > 8 else ''}")
-        if period:
+        if period and _drift(history, period):
+            msg += (f". The same changes recur every {period} round(s) and do not cancel: "
+                    "the loop's contents grow without bound (a loop without distinct can "
+                    "count the same records again every round)")
+        elif period:
             msg += (f". The same changes recur every {period} round(s): the loop oscillates "
                     "(a loop without distinct can cancel and re-add records forever)")
         err = ConvergenceError(msg, operator=self.name, time=Product(outer, rnd))
@@ -249,6 +253,16 @@ def _sum_changes(changes: list) -> dict:
     acc: dict = {}
     for d, r in changes:
         acc[d] = acc.get(d, 0) + r
+    return {d: r for d, r in acc.items() if r}
+
+
+def _drift(history: list, period: int) -> dict:
+    """What one period of the recurring changes adds up to: nothing when the loop
+    oscillates (its contents come back), the change per period when they grow."""
+    acc: dict = {}
+    for _rnd, changes in history[-period:]:
+        for d, r in changes:
+            acc[d] = acc.get(d, 0) + r
     return {d: r for d, r in acc.items() if r}
 
 

@@ -75,7 +75,7 @@ def to_dot(circuit: Circuit) -> str:
     """Graphviz (dot) text of `circuit`, its children as clusters."""
     lines = [f'digraph "{circuit.name}" {{', "  rankdir=LR;",
              '  node [fontname="Helvetica", fontsize=10];',
-             '  edge [fontname="Helvetica", fontsize=8];']
+             '  edge [fontname="Helvetica", fontsize=9];']
 
     def emit(c: Circuit, indent: str) -> None:
         for node in c.nodes:
@@ -184,6 +184,50 @@ def layout(circuit: Circuit) -> tuple[dict, dict]:
 #: Vertical distance between two rows of nodes, a node's half width (at most), and
 #: the height of a back edge's arc above its ends.
 _ROW, _HALF_W, _ARC = 1.1, 0.55, 0.6
+#: Columns are this far apart; a node's caption (type and global ID) reaches this far
+#: below its box.
+_COLUMN, _CAPTION = 1.6, 0.3
+
+
+def _route(src: Node, dst: Node, pos: dict, hw_of: Any, blocks: dict, lanes: dict) -> list:
+    """The polyline of a forward edge, from `src`'s right side to `dst`'s left side,
+    crossing no box and no caption (`blocks`, except its own ends'): straight along a
+    row when nothing is in the way, else along the row of one end and up or down a
+    gap between columns (the one before `dst`, or the one after `src`), else along
+    the gap between rows too.  Edges sharing a gap take side-by-side lanes."""
+    (x0, y0), (x1, y1) = pos[src], pos[dst]
+    start, end = (x0 + hw_of(src), y0), (x1 - hw_of(dst), y1)
+    others = [b for n, b in blocks.items() if n is not src and n is not dst]
+
+    def lane(x: float) -> float:
+        key = round(x, 6)
+        k = lanes.get(key, 0)
+        lanes[key] = k + 1
+        return x + 0.12 * ((k + 1) // 2) * (1 if k % 2 else -1)
+
+    def clear(points: list) -> bool:
+        for (ax0, ay0), (ax1, ay1) in zip(points, points[1:]):
+            lo_x, hi_x, lo_y, hi_y = min(ax0, ax1), max(ax0, ax1), min(ay0, ay1), max(ay0, ay1)
+            if any(lo_x < bx1 and bx0 < hi_x and lo_y < by1 and by0 < hi_y or
+                   (lo_x == hi_x and bx0 < lo_x < bx1 and lo_y < by1 and by0 < hi_y) or
+                   (lo_y == hi_y and by0 < lo_y < by1 and lo_x < bx1 and bx0 < hi_x)
+                   for bx0, by0, bx1, by1 in others):
+                return False
+        return True
+
+    if y0 == y1 and clear([start, end]):
+        return [start, end]
+    before, after = x1 - _COLUMN / 2, x0 + _COLUMN / 2     # the gaps next to each end
+    for gap in (before, after):
+        path = [start, (gap, y0), (gap, y1), end]
+        if clear(path):
+            x = lane(gap)
+            return [start, (x, y0), (x, y1), end]
+    # Between the rows of the two ends, below the lower end's caption.
+    low = min(y0, y1)
+    y_gap = low + _ROW / 2 - 0.05 if y0 != y1 else y0 - _ROW / 2
+    xa, xb = lane(after), lane(before)
+    return [start, (xa, y0), (xa, y_gap), (xb, y_gap), (xb, y1), end]
 
 
 def _align_outside_frames(nodes: list, forward: list, pos: dict, frames: dict) -> None:
@@ -225,6 +269,7 @@ def draw(circuit: Circuit, ax: Any = None, *, figsize: tuple | None = None,
          title: str | None = None) -> Any:
     """A matplotlib figure of `circuit` (drawn on `ax` if given); returns the figure."""
     import matplotlib.patches as mpatches
+    from matplotlib.path import Path
     pos, frames = layout(circuit)
     xs = [x for x, _y in pos.values()] + [f[0] for f in frames.values()] + \
         [f[2] for f in frames.values()]
@@ -281,15 +326,20 @@ def draw(circuit: Circuit, ax: Any = None, *, figsize: tuple | None = None,
                                             linewidth=2.0 if node.kind == "sink" else 1.0,
                                             zorder=2)
             text = node.label if node.kind == "operator" else node.name
+        patch.set_gid(f"box {_gid(node)}")
         ax.add_patch(patch)
         size = 12 if len(text) <= 2 else 10 if len(text) <= 9 else 9
         ax.text(x, y + 0.04, text, ha="center", va="center", fontsize=size, zorder=3)
         ax.text(x, y - hh - 0.09, f"{node.kind} {_gid(node)}", ha="center", va="top",
-                fontsize=9, color="#444444", zorder=3)
+                fontsize=9, color="#444444", zorder=3, gid=f"caption {_gid(node)}")
 
     def hw_of(node: Node) -> float:
         return 0.3 if _is_delay(node) else half_w
 
+    # What an edge must not cross: every box with its caption below it.
+    blocks = {n: (x - half_w, y - half_h - _CAPTION, x + half_w, y + half_h)
+              for n, (x, y) in pos.items()}
+    lanes: dict = {}                  # how many edges run along each gap already
     for src, dst, back, label in edges(circuit):
         (x0, y0), (x1, y1) = pos[src], pos[dst]
         if back:
@@ -302,10 +352,13 @@ def draw(circuit: Circuit, ax: Any = None, *, figsize: tuple | None = None,
         else:
             # An exported stream is drawn in its own colour (see the legend) rather than
             # labelled: the exports of one node fan out from one point, labels collide.
+            points = _route(src, dst, pos, hw_of, blocks, lanes)
+            codes = [Path.MOVETO] + [Path.LINETO] * (len(points) - 1)
             arrow = mpatches.FancyArrowPatch(
-                (x0 + hw_of(src), y0), (x1 - hw_of(dst), y1), arrowstyle="-|>", mutation_scale=10,
+                path=Path(points, codes), arrowstyle="-|>", mutation_scale=10,
                 color=EXPORT_COLOR if label == "export" else "black",
-                linewidth=1.4 if label == "export" else 0.9, shrinkA=0, shrinkB=0, zorder=1)
+                linewidth=1.4 if label == "export" else 0.9, shrinkA=0, shrinkB=0, zorder=1,
+                gid=f"edge {_gid(src)} -> {_gid(dst)}")
         ax.add_patch(arrow)
 
     from matplotlib.lines import Line2D

@@ -5,6 +5,7 @@ as a child circuit agreeing with the `iterate` forms (`test_agree_*`)."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -15,6 +16,7 @@ from ddflow.algorithms.graphs import reachability, transitive_closure
 from ddflow.circuit import (DELTA, INTEGRAL, NODE_KINDS, Circuit, consolidate, delay,
                             delay_trace, distinct, distinct_trace, incremental_join,
                             index_with, inspect, integrate, plus, z1_trace)
+from ddflow.circuit.draw import edges as draw_edges
 from ddflow.engine.bsp import InProcessShards
 from ddflow.errors import GraphError, UserFunctionError
 from ddflow.testing import evaluate
@@ -328,6 +330,9 @@ def test_to_dot_shows_types_ids_clusters_and_delays():
     assert "source [0]" in dot and "sink [2]" in dot and "import [1, 0]" in dot
     assert "constraint=false" in dot                 # the back edge into feedback
     assert 'label="export"' in dot
+    # Edge labels ("export") were set at 8 pt once: every label is at least 9 pt.
+    sizes = [float(x) for x in re.findall(r"fontsize=([\d.]+)", dot)]
+    assert sizes and min(sizes) >= 9
 
 
 def test_draw_makes_a_matplotlib_figure():
@@ -380,6 +385,59 @@ def test_draw_puts_root_nodes_level_with_the_child_and_labels_at_9_pt():
     back = [p for p in ax.patches
             if type(p).__name__ == "FancyArrowPatch" and p.get_linestyle() == "--"]
     assert back and all(p.get_path().get_extents().y1 <= top for p in back)
+    plt.close(fig)
+
+
+def _circuits_to_draw() -> dict:
+    reach = Circuit("reach")                     # notebook 09's circuit
+    edges, roots = reach.source("edges"), reach.source("roots")
+    change = _reach_circuit(reach, edges, roots)
+    reach.sink(change, name="reached")
+    reach.sink(integrate(change), name="reached set")
+    both = Circuit("both")                       # two children, a root delay, fan-out
+    e, r = both.source("edges"), both.source("roots")
+    paths = _closure_circuit(both, e)
+    both.sink(paths)
+    both.sink(integrate(paths))
+    both.sink(plus(_reach_circuit(both, e, r), delay(r)))
+    return {"reach": reach, "both": both}
+
+
+@pytest.mark.parametrize("name", ["reach", "both"])
+def test_draw_routes_edges_around_boxes_and_captions(name):
+    """Notebook 09's drawing ran edges through the captions of the nodes between their
+    ends ("operator [2, 4]", "operator [2, 5]"): forward edges now turn in the gaps
+    between columns and rows, and none crosses a box or a caption."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    c = _circuits_to_draw()[name]
+    fig = c.draw()
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    to_data = ax.transData.inverted()
+
+    def extent(artist):
+        (x0, y0), (x1, y1) = to_data.transform(artist.get_window_extent(renderer).get_points())
+        return x0, y0, x1, y1
+
+    blocked = {a.get_gid(): extent(a) for a in [*ax.texts, *ax.patches]
+               if (a.get_gid() or "").startswith(("box ", "caption "))}
+    nodes = [n for n in c.walk() if n.kind != "child"]
+    assert len(blocked) == 2 * len(nodes)
+    arrows = [p for p in ax.patches if (p.get_gid() or "").startswith("edge ")]
+    forward = [(s, d) for s, d, back, _l in draw_edges(c) if not back]
+    assert len(arrows) == len(forward)
+    for arrow in arrows:
+        src, dst = arrow.get_gid()[len("edge "):].split(" -> ")
+        path = arrow.get_path().interpolated(50).vertices
+        for gid, (x0, y0, x1, y1) in blocked.items():
+            if gid in (f"box {src}", f"box {dst}"):
+                continue                # it leaves one side and enters the other
+            inside = ((path[:, 0] > x0 + 0.02) & (path[:, 0] < x1 - 0.02)
+                      & (path[:, 1] > y0 + 0.02) & (path[:, 1] < y1 - 0.02))
+            assert not inside.any(), (arrow.get_gid(), gid)
     plt.close(fig)
 
 

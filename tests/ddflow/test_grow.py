@@ -269,6 +269,45 @@ def test_a_dropped_piece_stops_and_the_rest_goes_on():
     assert repr(doubled) == "Capture('capture', dropped)"
 
 
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_total_work_never_decreases_when_a_piece_is_dropped(engine):
+    """`total_work` keeps what dropped operators did: the total never goes down, and
+    after a drop each run adds exactly the work of the operators still running."""
+    df = ddflow.Dataflow(engine=ENGINES[engine]())
+    s, c = df.new_collection("c")
+    c.count().capture()
+    kept = set(df.nodes)
+    totals = []
+
+    def work(n) -> int:
+        return sum(op.records_in + op.work for op in df.engine.operators(n))
+
+    def epoch(t: int) -> dict:
+        """Run epoch `t`; return what the operators built so far did in it."""
+        before = {n: work(n) for n in df.nodes}
+        for x in range(3 * t, 3 * t + 5):
+            s.update(x % 7, 1 if t % 2 else -1)
+        s.advance_to(t + 1)
+        df.run()
+        totals.append(df.total_work())
+        return {n: work(n) - before.get(n, 0) for n in df.nodes if not n.dropped}
+
+    s.insert(0)
+    epoch(1)
+    piece = c.map(lambda x: (x % 3, x)).join(c.map(lambda x: (x % 3, -x))).capture()
+    epoch(2)
+    epoch(3)
+    assert sum(work(n) for n in df.nodes if n not in kept) > 0
+    before_drop = df.total_work()
+    df.drop(piece)
+    assert df.total_work() == before_drop        # dropping takes nothing away
+    for t in range(4, 7):
+        grew = epoch(t)
+        assert set(grew) == kept                 # only the kept operators still count
+        assert totals[-1] - totals[-2] == sum(grew.values()) > 0
+    assert totals == sorted(totals)
+
+
 def test_reading_before_since_is_refused_and_says_when_the_piece_was_added():
     df = ddflow.Dataflow()
     s, c = df.new_collection("c")

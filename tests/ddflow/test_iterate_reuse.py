@@ -99,6 +99,27 @@ def _flip(x: ddflow.Collection) -> ddflow.Collection:
     return x.map(lambda v: 1 - v)
 
 
+def test_a_loop_whose_counts_grow_is_told_apart_from_one_that_oscillates() -> None:
+    """Counting walks around a cycle (concat, no distinct) adds the same changes every
+    round: the error said the loop "oscillates", as if records cancelled; it says the
+    contents grow without bound."""
+    df = ddflow.Dataflow()
+    e_in, edges = df.new_collection("edges")
+    r_in, roots = df.new_collection("roots")
+    roots.iterate(lambda x: edges.enter(x.scope).join_map(x.map(lambda n: (n, ())),
+                                                         lambda _a, b, _u: b)
+                  .concat(roots.enter(x.scope)), max_rounds=20, name="walks").capture()
+    for e in [(0, 1), (1, 0)]:
+        e_in.insert(e)
+    r_in.insert(0)
+    advance(1, e_in, r_in)
+    with pytest.raises(ddflow.ConvergenceError) as info:
+        df.run()
+    msg = str(info.value)
+    assert "grow without bound" in msg and "oscillates" not in msg
+    assert info.value.period == 2
+
+
 def test_an_oscillating_loop_raises_and_the_dataflow_stays_usable() -> None:
     df = ddflow.Dataflow()
     c_in, c = df.new_collection("c")
