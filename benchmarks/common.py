@@ -73,12 +73,17 @@ def save(name: str, result: dict, path: Path | None = None) -> Path:
 
 
 def standard_args(module: str, doc: str, results: Path,
-                  argv: Sequence[str] | None) -> argparse.Namespace:
+                  argv: Sequence[str] | None,
+                  extra: Callable[[argparse.ArgumentParser], None] | None = None
+                  ) -> argparse.Namespace:
     """The options every small benchmark takes: `--quick` (small sizes, for tests),
-    `--seed` and `--out` (where the JSON goes, `results` by default)."""
+    `--seed` and `--out` (where the JSON goes, `results` by default); `extra` adds a
+    benchmark's own."""
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{module}",
                                      description=doc.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (for tests)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(results), help="where to write the JSON")
+    if extra is not None:
+        extra(parser)
     return parser.parse_args(argv)

@@ -27,7 +27,7 @@ attribute of this package, `except ddflow.DataflowError:` catches every one):
 
     DataflowError, TimeError, DataError, DiffError, CompactionError, BatchError,
     SessionClosedError, GraphError, UserFunctionError, ConvergenceError,
-    ProgressError, EngineUnavailableError, NotFinalError
+    ProgressError, EngineUnavailableError (ExecutorEnvironmentError), NotFinalError
 
 and the warnings `DataflowWarning` and its `StalledRunWarning` (a `run()` whose inputs
 have pending updates but did not move).

@@ -44,3 +44,34 @@ def name(value: Any, operator: str) -> Any:
     if value is not None and not isinstance(value, str):
         raise GraphError(f"name must be a str, not {value!r}", operator=operator)
     return value
+
+
+def nonnegative_int(value: Any, what: str) -> int:
+    """`value` as a plain int if it is an integer `>= 0`; `GraphError` otherwise.
+
+    >>> nonnegative_int(0, "checkpoint_every")
+    0
+    >>> nonnegative_int(-1, "checkpoint_every")
+    Traceback (most recent call last):
+    ...
+    ddflow.errors.GraphError: checkpoint_every must be an int >= 0, not -1 (int)
+    """
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0:
+        return int(value)
+    raise GraphError(f"{what} must be an int >= 0, not {value!r} ({type(value).__name__})")
+
+
+def positive_seconds(value: Any, what: str) -> float:
+    """`value` as a float if it is a real number of seconds `> 0`; `GraphError` otherwise.
+
+    >>> positive_seconds(30, "executor_timeout")
+    30.0
+    >>> positive_seconds("30s", "executor_timeout")
+    Traceback (most recent call last):
+    ...
+    ddflow.errors.GraphError: executor_timeout must be a number of seconds > 0, not '30s' (str)
+    """
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    raise GraphError(f"{what} must be a number of seconds > 0, not {value!r} "
+                     f"({type(value).__name__})")

@@ -147,17 +147,39 @@ def read_since(journals: Sequence[tuple[list, list]], cursor: Cursor | None
     >>> read_since([op.journal], mid)[::2]
     ([('a', 0, 1), ('c', 1, 1)], True)
     """
-    new_cursor = tuple((len(marks), marks[-1][1] if marks else 0) for marks, _ in journals)
-    if cursor is None or len(cursor) != len(journals) or not all(
-            n == 0 or (len(marks) >= n and marks[n - 1][1] == token)
-            for (marks, _), (n, token) in zip(journals, cursor)):
+    fresh = cursor is None or len(cursor) != len(journals)
+    parts = [] if fresh else [journal_since(j, e) for j, e in zip(journals, cursor)]
+    if fresh or any(ups is None for ups, _entry in parts):
+        new_cursor = tuple(_entry(marks) for marks, _ups in journals)
         return [u for _marks, ups in journals for u in ups], new_cursor, True
-    out: list = []
-    for (marks, ups), (n, _token_read) in zip(journals, cursor):
-        start = marks[n - 1][0] if n else 0
-        if len(ups) > start:
-            out.extend(ups[start:])
-    return out, new_cursor, False
+    return [u for ups, _entry in parts for u in ups], tuple(e for _u, e in parts), False
+
+
+def journal_since(journal: tuple[list, list], entry: tuple[int, int] | None
+                  ) -> tuple[list | None, tuple[int, int]]:
+    """One worker's part of `read_since`: the updates its journal appended since
+    `entry` (a cursor's entry for it; None: from the start), or None if `entry` names
+    a batch no longer there; and the entry for the journal as it is now.  Engines
+    whose shards live elsewhere run this next to the shard, so that only the new
+    updates travel.
+
+    >>> journal_since(([(1, 7), (3, 9)], ["a", "b", "c"]), (1, 7))
+    (['b', 'c'], (2, 9))
+    >>> journal_since(([(1, 8)], ["a"]), (1, 7))[0] is None
+    True
+    """
+    marks, ups = journal
+    now = _entry(marks)
+    if entry is None:
+        return list(ups), now
+    n, token = entry
+    if n and not (len(marks) >= n and marks[n - 1][1] == token):
+        return None, now
+    return ups[marks[n - 1][0] if n else 0:], now
+
+
+def _entry(marks: list) -> tuple[int, int]:
+    return len(marks), marks[-1][1] if marks else 0
 
 
 class Accumulation(dict):
@@ -267,11 +289,18 @@ class Capture:
             self._advance_checkpoint(time, result)
         return result
 
-    def to_spark(self, spark: Any) -> Any:
-        """The updates as a Spark DataFrame (columns data, time, diff)."""
+    def to_spark(self, spark: Any, at: Any = None) -> Any:
+        """The updates as a Spark DataFrame (columns data, time, diff); with `at`, the
+        accumulation at that final time (columns data, count).  On the Spark engine
+        the frame is built on the executors from the shards' captures: nothing goes
+        through the driver (`ddflow.engine.spark_io`)."""
         self._check_live()
+        if at is not None:
+            at = self._check_time(at)
+            if not self.is_final(at):
+                raise self._not_final(at)
         from ddflow.engine.spark_io import capture_to_spark
-        return capture_to_spark(self, spark)
+        return capture_to_spark(self, spark, at)
 
     def to_pandas(self) -> Any:
         """The updates as a pandas DataFrame (columns data, time, diff)."""
@@ -534,4 +563,4 @@ def _require(ok: bool, what: str) -> None:
         raise AssertionError(f"Capture index: {what}")
 
 
-__all__ = ["Accumulation", "Capture", "CaptureOp", "Cursor", "read_since"]
+__all__ = ["Accumulation", "Capture", "CaptureOp", "Cursor", "journal_since", "read_since"]

@@ -166,19 +166,7 @@ class InputSession:
                 self._pending.append((data, time, diff))
                 return
         self._check_open("update_at", data, time)
-        time = as_time(time)
-        self._check_time(time, data, "update_at")
-        if not less_equal(self.time, time):
-            raise TimeError(f"update at {time!r} is not in advance of the session's time "
-                            f"{self.time!r} (time may not go backwards)",
-                            operator=self.name, record=data, time=time)
-        try:
-            hash(data)
-        except TypeError as exc:
-            raise DataError(f"data must be hashable ({exc}); use tuples, not lists or dicts",
-                            operator=self.name, record=data, time=time) from exc
-        diff = check_diff(diff, operator=self.name, record=data, time=time)
-        self._pending.append((data, time, diff))
+        self._pending.append(checked_update(self.name, self.time, data, time, diff))
 
     def extend(self, updates: Iterable[tuple]) -> None:
         """Add many `(data, time, diff)` updates; all are checked before any is kept."""
@@ -200,7 +188,10 @@ class InputSession:
 
     def insert_dataframe(self, frame: Any, time: str | None = None,
                          diff: str | None = None) -> int:
-        """Add the rows of a Spark DataFrame as updates (see `ddflow.engine.spark_io`)."""
+        """Add the rows of a Spark DataFrame as updates (see `ddflow.engine.spark_io`);
+        returns the number of rows.  On the Spark engine the rows are checked and
+        sharded on the executors and wait there for the next `run()`: `pending`
+        does not list them, and `discard` cannot withdraw them."""
         if not (hasattr(frame, "columns") and hasattr(frame, "toLocalIterator")):
             raise DataError(f"insert_dataframe needs a Spark DataFrame, got a "
                             f"{type(frame).__name__} (use extend() for (data, time, diff) "
@@ -277,10 +268,42 @@ class InputSession:
                                      operator=self.name, record=data, time=time)
 
     def _check_time(self, time: Any, data: Any, what: str) -> None:
-        if not same_lattice(time, self.time):
-            raise TimeError(f"{what}: {time!r} is not a time of this dataflow's lattice "
-                            f"(times look like {self.time!r})",
-                            operator=self.name, record=data, time=time)
+        _check_lattice(self.name, self.time, time, data, what)
+
+
+def checked_update(name: str, session_time: Any, data: Any, time: Any, diff: Any) -> tuple:
+    """`(data, time, diff)` as an input whose time is `session_time` takes it, or the
+    typed error saying why not (naming the input `name`, the record and the time):
+    `TimeError` (another lattice, or not in advance of `session_time`), `DataError`
+    (unhashable data), `DiffError`.  One function for every way updates enter: a
+    session's `update_at`, and rows of a DataFrame checked on Spark's executors.
+
+    >>> checked_update("edges", 3, ("a", "b"), 5, 1)
+    (('a', 'b'), 5, 1)
+    >>> checked_update("edges", 3, ["a"], 5, 1)
+    Traceback (most recent call last):
+    ...
+    ddflow.errors.DataError: data must be hashable (unhashable type: 'list'); use tuples, ...
+    """
+    time = as_time(time)
+    _check_lattice(name, session_time, time, data, "update_at")
+    if not less_equal(session_time, time):
+        raise TimeError(f"update at {time!r} is not in advance of the session's time "
+                        f"{session_time!r} (time may not go backwards)",
+                        operator=name, record=data, time=time)
+    try:
+        hash(data)
+    except TypeError as exc:
+        raise DataError(f"data must be hashable ({exc}); use tuples, not lists or dicts",
+                        operator=name, record=data, time=time) from exc
+    return data, time, check_diff(diff, operator=name, record=data, time=time)
+
+
+def _check_lattice(name: str, session_time: Any, time: Any, data: Any, what: str) -> None:
+    if not same_lattice(time, session_time):
+        raise TimeError(f"{what}: {time!r} is not a time of this dataflow's lattice "
+                        f"(times look like {session_time!r})",
+                        operator=name, record=data, time=time)
 
 
 class InputOp(Operator):

@@ -55,6 +55,12 @@ class EngineUnavailableError(DataflowError):
     """An engine cannot start: Spark or Java missing, master unreachable, ..."""
 
 
+class ExecutorEnvironmentError(EngineUnavailableError):
+    """Spark executors run, but cannot run ddflow: their Python cannot import the
+    project, or is another version than the driver's.  The message names their
+    interpreter and what it said."""
+
+
 class NotFinalError(DataflowError):
     """An output was read at a time that is not final yet: some input may still
     change it.  The message names the inputs to `advance_to` past the time (then
@@ -73,6 +79,7 @@ class StalledRunWarning(DataflowWarning):
 __all__ = [
     "DataflowError", "TimeError", "DataError", "DiffError", "CompactionError",
     "BatchError", "SessionClosedError", "GraphError", "UserFunctionError",
-    "ConvergenceError", "ProgressError", "EngineUnavailableError", "NotFinalError",
+    "ConvergenceError", "ProgressError", "EngineUnavailableError", "ExecutorEnvironmentError",
+    "NotFinalError",
     "DataflowWarning", "StalledRunWarning",
 ]

@@ -4,7 +4,7 @@ What this isolates: the text of a program (rules, facts, negated atoms,
 comparisons), its checks (safety, arities, unknown relations, stratification) and
 its compilation onto the fluent API: one `iterate`-style loop scope per recursive
 stratum, with one `Variable` per mutually recursive relation, and the rules' joins
-planned by `ddflow.query.plan`.  The parser pieces are `ddflow.query`'s.  It
+planned by `ddflow.query.plan`.  The parser pieces are `ddflow.syntax`'s.  It
 leaves out aggregates, functions in terms and nullary relations.
 
 The law (set semantics, stratified negation; Abiteboul, Hull, Vianu, "Foundations
@@ -19,7 +19,7 @@ times.
 Syntax: clauses ending in `.`; a rule `head(t, ..) :- lit, .. .` whose literals
 are atoms `r(t, ..)`, negated atoms `!r(t, ..)` or `not r(t, ..)`, and
 comparisons `t op t` with `op` in `= != < <= > >=`; a fact `r(c, ..).` lists
-constants.  Terms are `ddflow.query`'s: variables, `_`, ints, quoted strings.  A
+constants.  Terms are `ddflow.syntax`'s: variables, `_`, ints, quoted strings.  A
 `%` or `//` starts a comment to the end of the line.
 
 Comparisons run on the values as Python compares them: `=` and `!=` compare
@@ -53,7 +53,7 @@ derived nor given; negation through recursion (the cycle is named).
 >>> datalog("p(x) :- e(x, y), !p(y).", e=e)
 Traceback (most recent call last):
 ...
-ddflow.query.QueryError: negation through recursion: p depends on !p (cycle p -> !p); the program cannot be stratified
+ddflow.syntax.QueryError: negation through recursion: p depends on !p (cycle p -> !p); the program cannot be stratified
   p(x) :- e(x, y), !p(y).
                     ^
 """
@@ -66,8 +66,8 @@ from typing import Any
 
 import attrs
 
-from ddflow.query import (Atom, Parser, QueryError, Rule, Term, _matcher, _shape, is_fresh,
-                          plan)
+from ddflow.query import _matcher, _shape, plan
+from ddflow.syntax import Atom, Parser, QueryError, Rule, Term, is_fresh
 from operators.wcoj.plan import tuple_getter
 
 #: The strategies a program's joins may use (`"generic"` needs int times, and
@@ -380,6 +380,7 @@ class _Compiler:
         self.given = set(relations)
         self.facts = None
         self.negated: dict = {}         # (source id, pattern, named) -> distinct keys
+        self.shared: dict = {}          # the rules' sources and indexes (`plan`)
 
     def run(self) -> dict:
         facts = [(c.head.name, tuple(t.value for t in c.head.terms))
@@ -447,7 +448,7 @@ class _Compiler:
         wanted = list(dict.fromkeys(wanted))
         head = Atom(label, tuple(Term(v, None, c.head.pos) for v in wanted), c.head.pos)
         rels = {a.name: lookup(a.name) for a in positives}
-        cur = plan(Rule(head, positives, text), rels, self.strategy)
+        cur = plan(Rule(head, positives, text), rels, self.strategy, self.shared)
         at = {v: n for n, v in enumerate(wanted)}
         tests = []
         for lit in c.body:

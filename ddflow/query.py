@@ -1,21 +1,20 @@
 """Rules in, collections out: `query("tri(x, y, z) :- g(x, y), g(y, z), g(x, z)", g=edges)`.
 
-What this isolates: the text of a conjunctive rule (a tokenizer and a recursive
-descent parser, no dependency), its atoms normalised to *sources* (one filtered,
-projected collection per relation and pattern), and the wiring of one of three
-plans over them.  The operators live in `operators.join` and `operators.wcoj`.
+What this isolates: a parsed conjunctive rule's atoms normalised to *sources* (one
+filtered, projected collection per relation and pattern), and the wiring of one
+of three plans over them.  The text (tokens, the parser, `QueryError`) is
+`ddflow.syntax`'s; the operators live in `operators.join` and `operators.wcoj`.
 
 The law: the result is the collection of head tuples whose multiplicity is the
 product of the atoms' multiplicities, summed over the variable bindings (bag
 semantics: what a chain of binary joins gives), at every time:
 `acc(query(rule, R..), t) = Q(acc(R, t), ..)`.
 
-Syntax: `head(v, ..) :- rel(term, ..), rel(term, ..) [.]`, terms being variables
-(identifiers; `_` is a fresh variable each time), ints (`-3`) or quoted strings
-(`'a'`, `"b"`); `%` or `//` comment to the end of the line.  A variable may repeat
-across atoms (a join) and within an atom (an equality); a constant filters.  The
-head lists variables of the body.  Tuples of another arity than the atom's do not
-match it.
+Syntax (`ddflow.syntax`): `head(v, ..) :- rel(term, ..), rel(term, ..) [.]`, terms
+being variables (`_` a fresh one each time), ints or quoted strings.  A variable
+may repeat across atoms (a join) and within an atom (an equality); a constant
+filters.  The head lists variables of the body.  Tuples of another arity than the
+atom's do not match it.
 
 Strategies:
 
@@ -42,233 +41,27 @@ raise `QueryError`, whose message shows the rule and a caret at the place.
 >>> query("tri(x, y) :- g(x, y), h(y, 3)", g=g)
 Traceback (most recent call last):
 ...
-ddflow.query.QueryError: unknown relation 'h' (given: g)
+ddflow.syntax.QueryError: unknown relation 'h' (given: g)
   tri(x, y) :- g(x, y), h(y, 3)
                         ^
 """
 
 from __future__ import annotations
 
-import re
 import sys
 import types
 from typing import Any, Sequence
 
-import attrs
-
 from ddflow.dataflow import Node
-from ddflow.errors import DataflowError
+# The parser's names stay importable from here, where they were first published.
+from ddflow.syntax import (Atom, Parser, QueryError, Rule, Term, Token, is_fresh, parse,
+                           tokenize)
 from lattice import minimum
 from operators.wcoj.delta import (Count, Delay, Index, Propose, Stamp, Validate, delta_plan,
                                   key_getter, tuple_getter)
 from operators.wcoj.generic_join import GenericJoin
 
 STRATEGIES = ("delta", "generic", "binary")
-
-
-class QueryError(DataflowError):
-    """A rule that cannot be planned: bad syntax, unknown relation, unbound head
-    variable, unsupported strategy.  `rule` and `position` (an offset into it)
-    locate the problem; the message shows the rule's line with a caret."""
-
-    def __init__(self, message: str, rule: str | None = None,
-                 position: int | None = None) -> None:
-        text = message
-        if rule is not None and position is not None:
-            text += "\n" + _caret(rule, position)
-        super().__init__(text)
-        self.rule = rule
-        self.position = position
-
-
-def _caret(rule: str, position: int) -> str:
-    start = rule.rfind("\n", 0, position) + 1
-    end = rule.find("\n", position)
-    line = rule[start:] if end < 0 else rule[start:end]
-    where = ""
-    if "\n" in rule:
-        where = f" (line {rule.count(chr(10), 0, position) + 1}, column {position - start + 1})"
-    return f"  {line}{where}\n  {' ' * (position - start)}^"
-
-
-# -- tokens and syntax ----------------------------------------------------------------
-
-_TOKEN = re.compile(r"""
-    (?P<ws>\s+|%[^\n]*|//[^\n]*)
-  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<int>-?[0-9]+)
-  | (?P<str>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")
-  | (?P<op>:-|!=|<=|>=|[(),.!<>=])
-""", re.VERBOSE)
-
-_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"'}
-
-
-@attrs.frozen
-class Token:
-    kind: str      # ident, int, str, op, end
-    text: str
-    pos: int
-
-
-def tokenize(rule: str) -> list[Token]:
-    """The tokens of `rule`, ending with an `end` token.
-
-    >>> [(t.kind, t.text) for t in tokenize("q(x) :- r(x, 'a b', -2).")]
-    [('ident', 'q'), ('op', '('), ('ident', 'x'), ('op', ')'), ('op', ':-'), ('ident', 'r'), ('op', '('), ('ident', 'x'), ('op', ','), ('str', "'a b'"), ('op', ','), ('int', '-2'), ('op', ')'), ('op', '.'), ('end', '')]
-    """
-    out = []
-    pos = 0
-    while pos < len(rule):
-        m = _TOKEN.match(rule, pos)
-        if m is None:
-            ch = rule[pos]
-            if ch in "'\"":
-                raise QueryError("unterminated string", rule, pos)
-            raise QueryError(f"unexpected character {ch!r}", rule, pos)
-        kind = m.lastgroup
-        if kind != "ws":
-            out.append(Token(kind, m.group(), pos))
-        pos = m.end()
-    out.append(Token("end", "", len(rule)))
-    return out
-
-
-@attrs.frozen
-class Term:
-    """A variable (`var` set) or a constant (`value`), where it stands in the rule."""
-
-    var: str | None
-    value: Any
-    pos: int
-
-
-@attrs.frozen
-class Atom:
-    name: str
-    terms: tuple
-    pos: int
-
-
-@attrs.frozen
-class Rule:
-    head: Atom
-    body: tuple
-    text: str
-
-
-class Parser:
-    """Recursive descent over the tokens of `text`, a rule or a whole program: the
-    pieces (`term`, `atom`, `expect`) that `parse` and `ddflow.datalog` share.
-    `_` becomes a fresh variable `_0`, `_1`, ... each time (numbered over `text`)."""
-
-    def __init__(self, text: str, end: str = "the end of the rule") -> None:
-        self.text = text
-        self.toks = tokenize(text)
-        self.i = 0
-        self.fresh = 0
-        self.end = end          # how the end of `text` is named in messages
-
-    @property
-    def tok(self) -> Token:
-        """The next token."""
-        return self.toks[self.i]
-
-    def at(self, kind: str, text: str | None = None) -> bool:
-        """Whether the next token is of `kind` (and `text`)."""
-        tok = self.toks[self.i]
-        return tok.kind == kind and (text is None or tok.text == text)
-
-    def found(self, tok: Token) -> str:
-        """`tok` as an error message names it."""
-        return self.end if tok.kind == "end" else repr(tok.text)
-
-    def expect(self, kind: str, text: str | None, what: str) -> Token:
-        """Consume the next token, which must be of `kind` (and `text`)."""
-        tok = self.toks[self.i]
-        if tok.kind != kind or (text is not None and tok.text != text):
-            raise QueryError(f"expected {what}, found {self.found(tok)}", self.text, tok.pos)
-        self.i += 1
-        return tok
-
-    def term(self) -> Term:
-        """A variable, `_`, an int or a quoted string."""
-        tok = self.toks[self.i]
-        self.i += 1
-        if tok.kind == "ident":
-            if tok.text == "_":
-                self.fresh += 1
-                return Term(f"_{self.fresh - 1}", None, tok.pos)
-            return Term(tok.text, None, tok.pos)
-        if tok.kind == "int":
-            try:
-                return Term(None, int(tok.text), tok.pos)
-            except ValueError:      # more digits than Python converts (sys.int_info)
-                raise QueryError(f"the number has {len(tok.text.lstrip('-')):,} digits, "
-                                 "more than Python converts", self.text, tok.pos) from None
-        if tok.kind == "str":
-            body = tok.text[1:-1]
-            return Term(None, re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)),
-                                     body), tok.pos)
-        self.i -= 1
-        raise QueryError(f"expected a variable, a number or a quoted string, found "
-                         f"{self.found(tok)}", self.text, tok.pos)
-
-    def atom(self, what: str) -> Atom:
-        """`name(term, ..)`; `what` names the expected name in an error."""
-        name = self.expect("ident", None, what)
-        self.expect("op", "(", "'('")
-        terms = []
-        if self.at("op", ")"):
-            self.i += 1
-            return Atom(name.text, (), name.pos)
-        while True:
-            terms.append(self.term())
-            if self.at("op", ","):
-                self.i += 1
-                continue
-            self.expect("op", ")", "',' or ')'")
-            return Atom(name.text, tuple(terms), name.pos)
-
-
-def is_fresh(var: str) -> bool:
-    """Whether `var` is the fresh variable of a `_`."""
-    return var.startswith("_") and var[1:].isdigit()
-
-
-def parse(rule: str) -> Rule:
-    """Parse `head(..) :- atom(..), ..` (a final `.` is optional).
-
-    >>> r = parse("p(x) :- e(x, _), e(_, 'k')")
-    >>> [(a.name, [t.var or t.value for t in a.terms]) for a in r.body]
-    [('e', ['x', '_0']), ('e', ['_1', 'k'])]
-    """
-    if not isinstance(rule, str):
-        raise QueryError(f"a rule is a string, not {type(rule).__name__}")
-    p = Parser(rule)
-    head = p.atom("the rule's head (a name)")
-    p.expect("op", ":-", "':-'")
-    body = [p.atom("an atom (a relation name)")]
-    while p.at("op", ","):
-        p.i += 1
-        body.append(p.atom("an atom (a relation name)"))
-    if p.at("op", "."):
-        p.i += 1
-    p.expect("end", None, "',' or the end of the rule")
-    for t in head.terms:
-        if t.var is None:
-            raise QueryError("the head lists variables only", rule, t.pos)
-        if is_fresh(t.var):
-            raise QueryError("'_' stands for a fresh variable: it cannot be in the head",
-                             rule, t.pos)
-    for a in body:
-        if not a.terms:
-            raise QueryError(f"atom '{a.name}' needs at least one argument", rule, a.pos)
-    bound = {t.var for a in body for t in a.terms if t.var is not None}
-    for t in head.terms:
-        if t.var not in bound:
-            raise QueryError(f"head variable '{t.var}' does not occur in the body", rule, t.pos)
-    return Rule(head, tuple(body), rule)
 
 
 # -- planning ------------------------------------------------------------------------------
@@ -345,7 +138,7 @@ def query(rule: str, /, strategy: str | None = None, **relations: Any) -> Any:
     of one scope; a relation cannot be called `strategy`, the rule is positional).
     `strategy` is `"delta"`, `"generic"` or `"binary"`; `None` picks `"delta"` for
     cyclic rules and `"binary"` for acyclic ones.  Atoms with the same relation and
-    pattern share one filtered source and, under `"delta"`, its indices.
+    pattern share one filtered source and its indices (`plan`).
     """
     from ddflow.collection import Arranged, Collection
 
@@ -371,37 +164,47 @@ def query(rule: str, /, strategy: str | None = None, **relations: Any) -> Any:
     return plan(r, relations, strategy)
 
 
-def plan(r: Rule, relations: dict, strategy: str | None = None) -> Any:
+def plan(r: Rule, relations: dict, strategy: str | None = None,
+         shared: dict | None = None) -> Any:
     """Wire rule `r` over `relations` (checked: one `Collection` of one scope per
     body relation) with `strategy` (`None`: by the rule's shape).  `query` and
-    `ddflow.datalog` both plan through here."""
+    `ddflow.datalog` both plan through here.
+
+    `shared`, a dict a caller keeps across the rules it plans into one dataflow,
+    makes them share what they would otherwise build twice: one source per
+    (collection, pattern) and one index per (source, key columns), whichever rule
+    made it first (differential dataflow's "arrange once, join many times").  A
+    change of a relation then updates one index, however many rules read it.
+    """
+    shared = {} if shared is None else shared
     scope = relations[r.body[0].name].scope
     # One source per (relation, pattern): atoms with the same one share its indices.
-    source_ids: dict = {}
     sources: list = []
     atoms: list[tuple] = []
     atom_sources: list[int] = []
     for a in r.body:
         vars_, shape = _shape(a)
-        key = (a.name, shape)
-        if key not in source_ids:
-            source_ids[key] = len(sources)
-            rel = relations[a.name]
-            label = f"{r.head.name}.{a.name}{_pattern_text(shape)}"
+        rel = relations[a.name]
+        key = ("source", rel.node, shape)
+        src = shared.get(key)
+        if src is None:
+            label = f"{a.name}{_pattern_text(shape)}"
             if all(kind == "v" for kind, _ in shape) and len(vars_) == len(shape):
                 n = len(shape)
-                sources.append(rel.filter(lambda t, n=n: type(t) is tuple and len(t) == n,
-                                          name=label))
+                src = rel.filter(lambda t, n=n: type(t) is tuple and len(t) == n, name=label)
             else:
-                sources.append(rel.flat_map(_matcher(shape), name=label))
+                src = rel.flat_map(_matcher(shape), name=label)
+            shared[key] = src
+        if not any(s is src for s in sources):
+            sources.append(src)
         atoms.append(vars_)
-        atom_sources.append(source_ids[key])
+        atom_sources.append(next(k for k, s in enumerate(sources) if s is src))
     head = tuple(t.var for t in r.head.terms)
     if strategy is None:
         strategy = "delta" if is_cyclic(atoms) else "binary"
     name = r.head.name
     if strategy == "binary":
-        return _binary(sources, atoms, atom_sources, head, name)
+        return _binary(sources, atoms, atom_sources, head, name, shared)
     total = type(minimum(scope.minimum)) is int
     if strategy == "generic":
         if not total:
@@ -409,7 +212,7 @@ def plan(r: Rule, relations: dict, strategy: str | None = None) -> Any:
                              f"rule's relations have times like {scope.minimum!r}; use "
                              f"'delta' or 'binary'")
         return _generic(sources, atoms, atom_sources, head, name)
-    return _delta(sources, atoms, atom_sources, head, name, total)
+    return _delta(sources, atoms, atom_sources, head, name, total, shared)
 
 
 def _pattern_text(shape: tuple) -> str:
@@ -418,8 +221,14 @@ def _pattern_text(shape: tuple) -> str:
 
 # -- wiring -------------------------------------------------------------------------------
 
-def _binary(sources: list, atoms: list, atom_sources: list, head: tuple, name: str) -> Any:
-    """Left-deep joins; every intermediate result is arranged (the baseline)."""
+def _binary(sources: list, atoms: list, atom_sources: list, head: tuple, name: str,
+            shared: dict) -> Any:
+    """Left-deep joins; every intermediate result is arranged (the baseline).
+
+    A source joins through its index by the key columns, whose values are its whole
+    tuples: the same index serves any rule joining that source on those columns, on
+    either side of the join (a self-join reads one index twice).
+    """
     order = [0]
     bound = set(atoms[0])
     rest = list(range(1, len(atoms)))
@@ -428,25 +237,43 @@ def _binary(sources: list, atoms: list, atom_sources: list, head: tuple, name: s
         rest.remove(j)
         order.append(j)
         bound.update(atoms[j])
+
+    def index(s: int, positions: list) -> Any:
+        src = sources[s]
+        key = ("by", src.node, tuple(positions))
+        arranged = shared.get(key)
+        if arranged is None:
+            kg = key_getter(positions)
+            arranged = shared[key] = src.map(
+                lambda t, kg=kg: (kg(t), t),
+                name=f"{src.node.name}.by[{_pos(positions)}]").arrange_by_key()
+        return arranged
+
     layout = list(atoms[0])
-    cur = sources[atom_sources[0]]
-    rights: dict = {}
+    cur = None      # the joins so far, once there are some
     for j in order[1:]:
         a = atoms[j]
-        shared = [v for v in layout if v in a]
+        on = [v for v in layout if v in a]
         new = [v for v in a if v not in layout]
-        lk = key_getter([layout.index(v) for v in shared])
-        rk = key_getter([a.index(v) for v in shared])
-        rx = tuple_getter([a.index(v) for v in new]) if new else (lambda t: ())
-        rkey = (atom_sources[j], tuple(a.index(v) for v in shared), tuple(a.index(v) for v in new))
-        right = rights.get(rkey)
-        if right is None:
-            right = rights[rkey] = sources[atom_sources[j]].map(
-                lambda t, rk=rk, rx=rx: (rk(t), rx(t)), name=f"{name}.key{j}").arrange_by_key()
-        cur = cur.map(lambda b, lk=lk: (lk(b), b), name=f"{name}.key").join_map(
-            right, lambda k, b, e: b + e, name=f"{name}.join{j}")
+        right = index(atom_sources[j], [a.index(v) for v in on])
+        if cur is None:
+            left = index(atom_sources[order[0]], [layout.index(v) for v in on])
+        else:
+            lk = key_getter([layout.index(v) for v in on])
+            left = cur.map(lambda b, lk=lk: (lk(b), b), name=f"{name}.key")
+        if new:
+            rx = tuple_getter([a.index(v) for v in new])
+            cur = left.join_map(right, lambda k, b, t, rx=rx: b + rx(t), name=f"{name}.join{j}")
+        else:
+            cur = left.join_map(right, _left_value, name=f"{name}.join{j}")
         layout.extend(new)
+    if cur is None:
+        cur = sources[atom_sources[0]]
     return cur.map(tuple_getter([layout.index(v) for v in head]), name=f"{name}.head")
+
+
+def _left_value(_k: Any, b: Any, _t: Any) -> Any:
+    return b
 
 
 def _generic(sources: list, atoms: list, atom_sources: list, head: tuple, name: str) -> Any:
@@ -467,15 +294,15 @@ def _to_one(_data: Any) -> int:
 
 
 def _delta(sources: list, atoms: list, atom_sources: list, head: tuple, name: str,
-           total: bool) -> Any:
+           total: bool, indexes: dict) -> Any:
     """One rule per atom: its changes, extended step by step by half joins."""
     from ddflow.collection import Collection
-    indexes: dict = {}
 
     def index(p, kind: str) -> Node:
         # Count index: key -> (); propose index: key -> extension.  Arranged once per
-        # (relation, key positions[, extension positions]), shared by every rule.
-        k = (p.source, kind, p.key_src, p.ext_src if kind == "propose" else None)
+        # (source, key positions[, extension positions]), shared by every rule.
+        k = ("wcoj", sources[p.source].node, kind, p.key_src,
+             p.ext_src if kind == "propose" else None)
         if k not in indexes:
             kg = key_getter(p.key_src)
             src = sources[p.source]
@@ -616,7 +443,7 @@ def wcoj_counters(df: Any) -> dict[str, int]:
 
 
 __all__ = ["query", "QueryError", "parse", "plan", "Parser", "tokenize", "is_cyclic",
-           "is_fresh", "wcoj_counters", "STRATEGIES"]
+           "is_fresh", "wcoj_counters", "STRATEGIES", "Atom", "Rule", "Term", "Token"]
 
 
 class _CallableModule(types.ModuleType):

@@ -25,6 +25,7 @@ engine runs them in Spark tasks.  Both run the same `shard_superstep`.
 
 from __future__ import annotations
 
+import logging
 import pickle
 import random
 import uuid
@@ -37,6 +38,7 @@ from ddflow.arguments import positive_int
 from ddflow.capture import Cursor, read_since
 from ddflow.engine.plan import Plan, instantiate
 from ddflow.engine.shard_log import MemoryStore, Resident, ShardLog
+from ddflow.engine.steplog import StepLog
 from ddflow.engine.superstep import (COUNTERS, TALLY, ShardState, Stage, View, dumps,
                                      raise_error, replay, shard_superstep, summary, undo)
 from ddflow.engine.worker import Worker, split_by_shard
@@ -46,7 +48,9 @@ class BSPEngine:
     """The driver of supersteps; subclasses say where shards run (`_job`).
 
     `chain` is the number of supersteps in a run's first job (each next job of the
-    run chains twice as many)."""
+    run chains twice as many).  Progress goes to `_logger` (`ddflow.steplog`)."""
+
+    _logger = logging.getLogger("ddflow.bsp")
 
     def __init__(self, shards: int | None = None, *, chain: int = 4) -> None:
         if shards is not None:
@@ -157,16 +161,19 @@ class BSPEngine:
         saved = (list(self._states), {s: [list(r) for r in rows]
                                       for s, rows in self._counters.items()},
                  self._frontiers)
+        self._steplog = StepLog(self._logger, self.jobs)
         try:
             self._run(df, taken)
-        except BaseException:
+        except BaseException as exc:
             self._states, self._counters, self._frontiers = saved
             self._end_run()
             for session, updates in taken:
                 session.restore_pending(updates)
+            self._steplog.end(self.jobs, exc)
             raise
         self._end_run()
         self._importing = False
+        self._steplog.end(self.jobs)
         # What no live state names any more (superseded entries, bases, and the
         # branches of rolled-back runs) goes now that no task can read it.
         self._log.collect_garbage([st.token for st in self._states])
@@ -189,10 +196,11 @@ class BSPEngine:
         given = {s: summary(st.info) for s, st in enumerate(self._states)}
         given[-1] = {"caps": {}, "queued": {}, "sent": injected, "moved": False, "error": None}
         records += [(s, ("S", attrs.evolve(st, frontiers=None, halted=False, error=None,
-                                           run_from=st.token.version)))
+                                           run_from=st.token.version, trail=())))
                     for s, st in enumerate(self._states)]
         length, first = self.chain, True
         steps = self._states[0].steps
+        logged = 0
         while True:
             stages = [Stage(self.plan, self.shards, self._log, inputs, self._tick(),
                             start=first and k == 0, importing=first and k == 0 and self._importing,
@@ -202,6 +210,11 @@ class BSPEngine:
             first = False
             self.supersteps += states[0].steps - steps
             steps = states[0].steps
+            for k in range(logged, len(states[0].trail)):
+                self._steplog.superstep([{"skipped": not st.trail[k][0],
+                                          "sent_records": st.trail[k][1]}
+                                         for st in states], self.jobs)
+            logged = len(states[0].trail)
             for st in states:
                 if st.error is not None:
                     raise_error(st.error)

@@ -32,165 +32,59 @@ jobs, supersteps and bytes persisted per change):
 * Errors: a `DataflowError` in a task (user function, convergence) travels in the
   summaries; every shard stops, the driver goes back to the tokens of the step's
   start, gives the sessions their updates back and re-raises it, as the local
-  engine does.
+  engine does; the copies that started the step undo it in place.
+* Inputs from DataFrames never pass through the driver: `spark_io` checks and shards
+  the rows on the executors and hands them over with `feed_rdd`; the next run counts
+  their minimal times as in flight and unions them into its first superstep.
+  Outputs are read where they are (`shard_rdd`, `captured_rdd`, `captured_since`).
+* Operations (`spark_session`): the session (the user's, honoured, or one made with
+  `conf`), executors registered within `executor_timeout`, running the driver's
+  Python and the driver's code, a checkpoint directory of the engine's own (shared,
+  for a cluster master: the shard logs are written there by the executors' Python,
+  so it must be a directory they mount); `stop()` unpersists what the engine cached
+  and removes its files; `_sweeping` keeps the cached RDDs to what `_held_rdds` lists.
 
-pyspark is imported only by the Spark engine's modules (this one, `spark_io`, and
-`superstep.dumps` for cloudpickle), and only when they run, never at import time.
+pyspark is imported only by the Spark engine's modules (this one, `spark_io`,
+`spark_session`, and `superstep.dumps` for cloudpickle), and only when they run,
+never at import time.
 """
+
 
 from __future__ import annotations
 
-import atexit
 import functools
 import gc
-import os
-import shutil
-import socket
-import sys
-import tempfile
-import zipfile
-from pathlib import Path
+import logging
+import time
 from typing import Any, Iterable
 
-from ddflow.arguments import positive_int
+from ddflow.arguments import nonnegative_int, positive_seconds
+from ddflow.capture import journal_since, read_since
 from ddflow.engine.bsp import BSPEngine, open_worker, read_op
 from ddflow.engine.shard_log import RESIDENT, DirectoryStore, ShardLog
 from ddflow.engine.superstep import ShardState, Stage, dumps, shard_superstep
 from ddflow.errors import EngineUnavailableError
 
+log = logging.getLogger("ddflow.spark")
+
 
 def by_shard(key: int) -> int:
     """The partition function of every shard-keyed RDD.  One module-level object:
     Spark recognises equal partitioners by the identity of this function, and only
-    then is a union of state and messages narrow."""
+    then is a union of the driver's records and fed inputs narrow."""
     return key
 
 
-# -- environment -------------------------------------------------------------------
+# -- environment: ddflow.engine.spark_session ---------------------------------------
+# (re-exported: `from ddflow.engine.spark import make_session` is the documented use)
+from ddflow.engine.spark_session import (  # noqa: E402
+    CheckpointDir, ExecutorSetup, Temporary, check_environment, make_session)
 
-def check_environment(master: str = "local[2]", timeout: float = 5.0) -> None:
-    """Raise `EngineUnavailableError` with a remedy if Spark cannot start here."""
-    try:
-        import pyspark  # noqa: F401
-    except ImportError as exc:
-        raise EngineUnavailableError(
-            "pyspark is not installed: `pip install pyspark` (or `pip install -e .`, "
-            "which brings it)") from exc
-    java_home = os.environ.get("JAVA_HOME")
-    java = (Path(java_home) / "bin" / "java") if java_home else None
-    if not (java and java.exists()) and shutil.which("java") is None:
-        raise EngineUnavailableError(
-            "Java was not found (no `java` on PATH, JAVA_HOME unset or wrong): install a "
-            "Java 17 runtime (e.g. `apt-get install openjdk-17-jre-headless`) or set JAVA_HOME")
-    if master.startswith("spark://"):
-        host, _, port = master[len("spark://"):].partition(":")
-        try:
-            with socket.create_connection((host, int(port or 7077)), timeout=timeout):
-                pass
-        except OSError as exc:
-            raise EngineUnavailableError(
-                f"the Spark master {master} is unreachable ({exc}); start it (e.g. "
-                "`spark-class org.apache.spark.deploy.master.Master --host 127.0.0.1`) "
-                "or pass another master") from exc
-
-
-def _prepare_driver_env() -> None:
-    """Settings that must be in place before the JVM starts."""
-    import pyspark
-    os.environ.setdefault("SPARK_HOME", os.path.dirname(pyspark.__file__))
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("SPARK_LOCAL_HOSTNAME", "localhost")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    # Executors must import what the driver can: the project and the modules that
-    # define user functions pickled by reference.
-    paths = [p for p in sys.path if p and os.path.isdir(p)]
-    old = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths + old.split(os.pathsep)))
-
-
-LOW_LATENCY_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
-    "spark.sql.shuffle.partitions": "2",
-    "spark.sql.adaptive.enabled": "false",
-    "spark.locality.wait": "0s",
-    "spark.python.worker.reuse": "true",
-    "spark.eventLog.enabled": "false",
-    "spark.driver.memory": "1g",
-}
-
-CLUSTER_CONF = {
-    "spark.executor.memory": "1g",
-    "spark.executor.cores": "1",
-    "spark.executor.heartbeatInterval": "2s",
-    "spark.network.timeout": "20s",
-    "spark.network.timeoutInterval": "5s",
-    "spark.storage.blockManagerHeartbeatTimeoutMs": "20000",
-    "spark.task.maxFailures": "8",
-}
-
-
-def make_session(master: str = "local[2]", app: str = "ddflow", conf: dict | None = None):
-    """A SparkSession bound to loopback with low-latency settings."""
-    check_environment(master)
-    _prepare_driver_env()
-    from pyspark.sql import SparkSession
-    builder = SparkSession.builder.master(master).appName(app)
-    settings = dict(LOW_LATENCY_CONF)
-    if not master.startswith("local["):
-        settings.update(CLUSTER_CONF)
-    settings.update(conf or {})
-    for k, v in settings.items():
-        builder = builder.config(k, v)
-    try:
-        spark = builder.getOrCreate()
-    except Exception as exc:  # noqa: BLE001 - JVM start failures arrive in many types
-        raise EngineUnavailableError(f"Spark did not start with master {master}: {exc}") from exc
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
-#: Temporary paths engines made (checkpoint directories, the project's zip): each
-#: engine removes its own at `stop()`, and whatever is left goes at interpreter exit.
-_MADE: list[str] = []
-
-
-def _remove(paths: list[str]) -> None:
-    for path in paths:
-        if os.path.isdir(path):
-            shutil.rmtree(path, ignore_errors=True)
-        elif os.path.exists(path):
-            os.remove(path)
-        if path in _MADE:
-            _MADE.remove(path)
-
-
-atexit.register(lambda: _remove(list(_MADE)))
-
-
-def _project_zip() -> str:
-    """The three packages as a zip for `addPyFile` (executors without the install)."""
-    root = Path(__file__).resolve().parents[2]
-    fd, path = tempfile.mkstemp(prefix="ddflow-", suffix=".zip")
-    os.close(fd)
-    with zipfile.ZipFile(path, "w") as z:
-        for pkg in ("ddflow", "lattice", "operators"):
-            for f in (root / pkg).rglob("*.py"):
-                z.write(f, f.relative_to(root))
-    return path
-
-
-def _probe(_: Any) -> str:
-    import ddflow  # noqa: F401
-    import operators.reduce  # noqa: F401
-    return "ok"
+#: `checkpoint_every=0`: a shard's log is compacted only once it outweighs its base.
+_NO_COUNT = 1 << 62
 
 
 # -- the tasks ---------------------------------------------------------------------
-
 #: Tasks between two full collections of this Python worker's frozen objects.
 _FULL_COLLECTION_EVERY = 500
 _tasks_run = 0
@@ -258,58 +152,142 @@ def _forget(uid: str, _: Any) -> Iterable:
     return []
 
 
+def _captured(i: int, worker: Any) -> list:
+    return worker.ops[0][i].updates
+
+
+def _journal_part(i: int, entries: Any, worker: Any) -> Any:
+    shard = worker.shards[0]
+    return journal_since(worker.ops[0][i].journal,
+                         entries[shard] if entries is not None else None)
+
+
+class _Fed:
+    """An input's updates on the executors, waiting for a run (`SparkEngine.feed_rdd`)."""
+
+    __slots__ = ("session", "rdd", "stamps", "count", "persisted")
+
+    def __init__(self, session: Any, rdd: Any, stamps: dict, count: int, persisted: Any) -> None:
+        self.session, self.rdd, self.stamps = session, rdd, stamps
+        self.count, self.persisted = count, persisted
+
+
+def _fed_messages(records: Iterable, node: int, feed: int) -> Iterable:
+    """Fed chunks as superstep messages `(src, seq, node, port, updates)`: source -2
+    (before the driver's -1), sequence by feed then chunk, so a recomputed task
+    receives them in the same order."""
+    for dest, (_tag, (k, updates)) in records:
+        yield dest, ("M", (-2, (feed << 32) + k, node, 0, updates))
+
+
 class SparkEngine(BSPEngine):
-    """Run a dataflow on Spark: `Dataflow(engine=SparkEngine(master="local[2]"))`.
+    """Run a dataflow on Spark: `Dataflow(engine=SparkEngine(spark=session))`.
 
-    `spark` is an existing SparkSession (else one is made for `master`); `shards`
-    defaults to Spark's default parallelism (one shard per executor core is what the
-    measurements favour).  `ship_code` adds the project to the executors with
-    `addPyFile` (default: for every master that is not `local[...]`).
+    Options (every one has a default; nothing is fixed inside):
 
-    Shard states live in the executors' Python workers between supersteps, logged
-    under `checkpoint_dir` (default: a new temporary directory; on a cluster, a
-    directory every executor and the driver mount), each shard's log compacted into
-    a full checkpoint after at most `checkpoint_every` supersteps (sooner once it
-    outweighs the last one).  `chain` is the number of supersteps in a run's first
-    Spark job; each further job of the run chains twice as many.
+    * `spark`: the user's SparkSession, used as it is (its settings are the user's;
+      `stop()` leaves it running).  Without one, a session is made for `master` on
+      first use, with `conf` over ddflow's defaults (`spark_session.session_conf`),
+      and `stop()` stops it.  `conf` with `spark` is refused: a running session's
+      settings cannot change.
+    * `shards`: default Spark's default parallelism (one shard per executor core is
+      what the measurements favour).
+    * `checkpoint_dir`: where the shards' logs and full checkpoints go, a directory
+      the driver and every executor mount (the executors' Python writes there);
+      required for a master that is not `local...`.  The engine works in its own
+      subdirectory there and removes it at `stop()`.
+    * `checkpoint_every`: a shard's log is compacted into a full checkpoint after at
+      most this many logged supersteps (sooner once it outweighs the last one; 0:
+      only then).
+    * `chain`: supersteps in a run's first Spark job; each next job of the run chains
+      twice as many.
+    * `ship_code`: add the project to the executors with `addPyFile`; default for
+      a cluster master, and for a local one whose executors cannot import it.
+    * `connect_timeout`: seconds to wait for a `spark://` master to answer;
+      `executor_timeout`: seconds to wait for an executor to register (then an
+      `EngineUnavailableError` names the master).  Spark's own timeouts are
+      Spark settings: give them in `conf` (or on your session).
+
+    Progress goes to the logger `ddflow.spark` (INFO: one line per run; DEBUG: one
+    per superstep).
     """
 
-    def __init__(self, spark: Any = None, *, master: str = "local[2]", shards: int | None = None,
-                 checkpoint_every: int = 100, checkpoint_dir: str | None = None,
-                 ship_code: bool | None = None, chain: int = 4) -> None:
+    def __init__(self, spark: Any = None, *, master: str = "local[2]", conf: dict | None = None,
+                 shards: int | None = None, checkpoint_every: int = 1000,
+                 checkpoint_dir: str | None = None, ship_code: bool | None = None,
+                 connect_timeout: float = 5.0, executor_timeout: float = 120.0,
+                 chain: int = 4) -> None:
         super().__init__(shards, chain=chain)
+        self.checkpoint_every = nonnegative_int(checkpoint_every, "checkpoint_every")
+        self.connect_timeout = positive_seconds(connect_timeout, "connect_timeout")
+        self.executor_timeout = positive_seconds(executor_timeout, "executor_timeout")
         if spark is None:
-            check_environment(master)
+            check_environment(master, timeout=self.connect_timeout)
         else:
+            if conf:
+                raise EngineUnavailableError(
+                    "SparkEngine(spark=..., conf=...): the session is already running, so "
+                    "its settings cannot change; give conf when building the session, or "
+                    "leave out spark and let the engine make one")
             master = spark.sparkContext.master
         self._spark = spark
         self.master = master
-        self.checkpoint_every = positive_int(checkpoint_every, "checkpoint_every")
+        self.conf = dict(conf or {})
         self.checkpoint_dir = checkpoint_dir
-        self.ship_code = (not master.startswith("local[")) if ship_code is None else ship_code
-        self._last = None           # the last job's result, while its run goes on
+        self._last = None               # the last job's result, while its run goes on
         self._owned = spark is None
-        self._made: list[str] = []
-        #: What an executor runs to show it can import the project.
-        self._probe = _probe
+        self._temporary = Temporary()
+        self._setup = ExecutorSetup(ship_code, self.executor_timeout)
+        self._checkpoints: CheckpointDir | None = None
+        self._prepared = False
+        self._fed: list = []            # DataFrame inputs on the executors, for the next run
+        self._mine: set[int] = set()    # ids of the cached RDDs this engine made
+        self._feeding: list = []        # those the running step consumes
+
+    _logger = log
 
     # -- session ---------------------------------------------------------------
     @property
     def spark(self) -> Any:
-        """The SparkSession, made for `master` on first use when none was given."""
+        """The SparkSession, made for `master` on first use when none was given (or
+        the one already running in this process for that master, left running)."""
         if self._spark is None:
-            self._spark = make_session(self.master)
+            from pyspark import SparkContext
+            from pyspark.sql import SparkSession
+            running = SparkContext._active_spark_context
+            if running is not None and running.master == self.master and not self.conf:
+                self._spark = SparkSession.getActiveSession() or SparkSession(running)
+                self._owned = False
+            else:
+                self._spark = make_session(self.master, conf=self.conf,
+                                           connect_timeout=self.connect_timeout,
+                                           executor_timeout=self.executor_timeout)
         return self._spark
 
+    @property
+    def ship_code(self) -> bool:
+        """Whether the project is shipped to the executors (known once prepared)."""
+        return self._setup.shipped is not None
+
+    @property
+    def checkpoint_path(self) -> str | None:
+        """The engine's own checkpoint directory (None before the first run)."""
+        return self._checkpoints.path if self._checkpoints else None
+
     def stop(self) -> None:
-        """Stop the session if this engine made it, and remove the temporary files
-        this engine made (its checkpoint directory, the project's zip)."""
-        self._end_run()
-        if self._spark is not None:
-            if self._owned:
-                self._spark.stop()
-                self._spark = None
-            elif self.index:
+        """Release what the engine holds: its cached RDDs, the shards its executors
+        keep, its checkpoint directory (the shards' logs); and the session, if the
+        engine made it.  (A project zip shipped to the executors belongs to the
+        session, in Spark's files directory: it goes with it.)"""
+        alive = self._spark is not None and self._spark.sparkContext._jsc is not None
+        if alive:
+            for rdd in self._held_rdds():
+                rdd.unpersist()
+            cached = self._spark.sparkContext._jsc.getPersistentRDDs()
+            for rdd_id in self._mine:
+                if cached.get(rdd_id) is not None:
+                    cached.get(rdd_id).unpersist(False)
+            if not self._owned and self.index:
                 # Best effort: the executors' Python workers that run this job let go
                 # of the shards they keep (the others drop them when Spark retires
                 # them, or as other engines' shards push them out).
@@ -317,39 +295,159 @@ class SparkEngine(BSPEngine):
                 sc.parallelize(range(self.shards), self.shards).foreachPartition(
                     functools.partial(_forget, self.uid))
                 self.jobs += 1
-        _remove(self._made)
-        self._made = []
+        self._mine = set()
+        self._last = None
+        self._fed, self._feeding = [], []
+        if self._checkpoints is not None:
+            self._checkpoints.remove()
+            self._checkpoints = None
+        if self._owned and self._spark is not None:
+            self._spark.stop()
+            self._spark = None
+        self._temporary.remove()
+        self._prepared = False
+
+    def _held_rdds(self) -> list:
+        """Every RDD this engine still needs cached (the last job's result while its
+        run goes on, inputs fed for the next run).  `_sweeping` unpersists the
+        engine's others, so whatever the jobs cache must be listed here while it is
+        needed.  Between runs nothing of the shards is cached: the driver holds
+        their tokens."""
+        held = [self._last] + [f.rdd for f in self._fed + self._feeding]
+        return list({id(r): r for r in held if r is not None}.values())
 
     def _prepare(self) -> None:
+        """Before the first job: executors registered, running the driver's Python and
+        importing the project (`ExecutorSetup`), and the checkpoint directory made and
+        checked (`CheckpointDir`).  Idempotent; a failure leaves nothing half-done."""
+        if self._prepared:
+            return
         sc = self.spark.sparkContext
-        if self.ship_code:
-            sc.addPyFile(self._made_path(_project_zip()))
-        try:
-            sc.parallelize([0], 1).map(self._probe).collect()
-        except Exception as exc:  # noqa: BLE001 - Py4J wraps the executor's error
+        t0 = time.perf_counter()
+        CheckpointDir.require(sc.master, self.checkpoint_dir)
+        self._setup.prepare(sc, self._temporary)
+        if self._checkpoints is None:
+            self._checkpoints = CheckpointDir(sc, self.checkpoint_dir, self._temporary)
+        if not self._checkpoints._local:
+            path, self._checkpoints = self._checkpoints.path, self._checkpoints.remove()
             raise EngineUnavailableError(
-                "Spark executors cannot import ddflow: install the project in the "
-                "executors' Python (`pip install -e .`) or use SparkEngine(ship_code=True)"
-                f" ({str(exc).splitlines()[0][:200]})") from exc
+                f"checkpoint_dir {path!r}: the shards' logs are written by the executors' "
+                "Python with plain file I/O, so they need a directory every machine "
+                "mounts (NFS, a cluster file system), not a Hadoop URI such as hdfs:// "
+                "or s3a://")
         self.jobs += 1
-
-    def _made_path(self, path: str) -> str:
-        self._made.append(path)
-        _MADE.append(path)
-        return path
+        self._prepared = True
+        log.info("Spark engine ready on %s: %d executor Python worker(s) checked, "
+                 "checkpoints in %s, project %s (%.2f s)", sc.master,
+                 len(self._setup.executors), self._checkpoints.path,
+                 "shipped" if self.ship_code else "installed", time.perf_counter() - t0)
 
     def _default_shards(self) -> int:
         return self.spark.sparkContext.defaultParallelism
 
+    def fix_shards(self) -> int:
+        """The number of shards, decided now if it is not yet: an input fed before the
+        first run is split as the shards will be."""
+        if self.requested_shards is None:
+            self.requested_shards = self._default_shards()
+        return self.requested_shards
+
+    # -- inputs that never pass through the driver ---------------------------------
+    def feed_rdd(self, session: Any, rdd: Any, stamps: dict[int, list], count: int,
+                 persisted: Any = None) -> None:
+        """Updates for `session`'s input, already on the executors, for the next run.
+
+        `rdd` holds records `(shard, ("B", (k, updates)))`, partitioned by `by_shard`
+        into `fix_shards()` partitions; `k` numbers one shard's chunks (their order of
+        delivery after a recomputation); `stamps` is `{shard: minimal times of its
+        updates}`; `persisted` the cached RDD it derives from (default `rdd`).  The
+        next `run()` counts those times as in flight to their shards, hands the
+        chunks to them in its first superstep (a narrow union with the driver's
+        records), and unpersists the RDD once the step succeeded; a failed step
+        keeps them for the next run.  `ddflow.engine.spark_io` feeds DataFrames so.
+        """
+        self._fed.append(_Fed(session, rdd, stamps, count, persisted or rdd))
+
+    def compile(self, df: Any) -> None:
+        self._sweeping(lambda: super(SparkEngine, self).compile(df))
+
+    def grow(self, df: Any, growth: Any) -> None:
+        self._sweeping(lambda: super(SparkEngine, self).grow(df, growth))
+
+    def run(self, df: Any) -> None:
+        self._feeding, self._fed = self._fed, []
+        try:
+            self._sweeping(lambda: super(SparkEngine, self).run(df))
+        except BaseException:
+            self._fed, self._feeding = self._feeding + self._fed, []
+            raise
+        done, self._feeding = self._feeding, []
+        for fed in done:
+            fed.persisted.unpersist()
+
+    def _sweeping(self, action: Any) -> None:
+        """Run `action`, then unpersist every RDD this engine persisted and no longer
+        holds (`_held_rdds`)."""
+        sc = self.spark.sparkContext
+        before = set(sc._jsc.getPersistentRDDs().keySet())
+        try:
+            action()
+        finally:
+            if sc._jsc is not None:
+                cached = sc._jsc.getPersistentRDDs()
+                self._mine |= set(cached.keySet()) - before
+                held = {rdd.id() for rdd in self._held_rdds()}
+                for rdd_id in sorted(self._mine - held):
+                    rdd = cached.get(rdd_id)
+                    if rdd is not None:
+                        rdd.unpersist(False)
+                self._mine &= held
+
+    def _fed_stamps(self) -> list[tuple[int, int, list]]:
+        return [(self.index[id(f.session.node)], dest, times)
+                for f in self._feeding for dest, times in f.stamps.items()]
+
+    def _fed_parts(self) -> list:
+        """The fed inputs as first-superstep messages, partitioned by `by_shard`."""
+        return [fed.rdd.mapPartitions(
+                    functools.partial(_fed_messages, node=self.index[id(fed.session.node)],
+                                      feed=n), preservesPartitioning=True)
+                for n, fed in enumerate(self._feeding)]
+
+    # -- outputs read where they are ------------------------------------------------
+    def captured_rdd(self, node: Any) -> Any:
+        """Every update `node`'s capture recorded, as an RDD of `(data, time, diff)`
+        built on the executors (not consolidated across shards)."""
+        self._live()
+        return self.shard_rdd(functools.partial(_captured, self.index[id(node)]))
+
+    def _live(self) -> None:
+        if self.index and self._checkpoints is None:
+            raise EngineUnavailableError("the Spark engine was stopped: the shards and what "
+                                         "they captured are gone (read before stop())")
+
+    def captured_since(self, node: Any, cursor: Any) -> tuple[list, Any, bool]:
+        """As `BSPEngine.captured_since`, but each shard sends only the updates its
+        capture appended since the cursor (one job): a read after a step moves what
+        the step captured, not the history."""
+        if id(node) not in self.index:
+            return read_since([], cursor)
+        self._live()
+        i = self.index[id(node)]
+        entries = cursor if cursor is not None and len(cursor) == self.shards else None
+        parts = self._read_shards(functools.partial(_journal_part, i, entries))
+        new_cursor = tuple(entry for _ups, entry in parts)
+        if entries is None:
+            return [u for ups, _e in parts for u in ups], new_cursor, True
+        if any(ups is None for ups, _e in parts):
+            # A step was rolled back after the last read: the whole history again.
+            return read_since(self.fetch(node, "journal"), None)
+        return [u for ups, _e in parts for u in ups], new_cursor, False
+
     # -- the executors: shard workers resident, logged to the checkpoint directory ---
     def _make_log(self) -> ShardLog:
-        if self.checkpoint_dir:
-            root = os.path.join(self.checkpoint_dir, f"ddflow-ckpt-{self.uid}")
-            os.makedirs(root)
-        else:
-            root = tempfile.mkdtemp(prefix=f"ddflow-ckpt-{self.uid}-")
-        return ShardLog(DirectoryStore(self._made_path(root)), self.uid,
-                        max_entries=self.checkpoint_every)
+        return ShardLog(DirectoryStore(self._checkpoints.path), self.uid,
+                        max_entries=self.checkpoint_every or _NO_COUNT)
 
     def _job(self, start: list | None, stages: list[Stage]) -> list[ShardState]:
         """One Spark job: the supersteps chained as shuffle stages (every superstep's
@@ -414,6 +512,7 @@ class SparkEngine(BSPEngine):
     def fetch(self, node: Any, attr: Any) -> list:
         """`getattr(op, attr)` (or `attr(op)`) of `node`'s operator on every shard
         (one Spark job)."""
+        self._live()
         return self._read_shards(_Reader(self.index[id(node)], attr))
 
     def _blobs_now(self) -> list[bytes]:

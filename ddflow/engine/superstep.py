@@ -120,7 +120,8 @@ class ShardState:
     (None at the start of a run); `steps` counts the supersteps it took part in;
     `halted` says the run's verdict is in (done, or `error`, pickled, if a shard
     failed); `tally` counts, over the shard's life, what `TALLY` names;
-    `run_from` is the version the shard started the current run at."""
+    `run_from` is the version the shard started the current run at; `trail` has,
+    per superstep of the run, whether the shard worked and the records it sent."""
 
     token: Token
     info: dict = EMPTY_INFO
@@ -130,6 +131,7 @@ class ShardState:
     error: bytes | None = None
     tally: tuple = (0,) * len(TALLY)
     run_from: int | None = None
+    trail: tuple = ()
 
 
 @attrs.frozen
@@ -226,7 +228,8 @@ def shard_superstep(index: int, records: Any, stage: Stage,
     if not (incoming or stage.importing or view.busy(index) or view.frontier_moved):
         info = dict(own.info, moved=False, sent={})
         yield (index, ("S", attrs.evolve(own, info=info, frontiers=frontiers,
-                                         steps=own.steps + 1)))
+                                         steps=own.steps + 1,
+                                         trail=own.trail + ((False, 0),))))
         yield from _to_all(stage.shards, index, summary(info))
         return
     started = time.perf_counter()
@@ -259,21 +262,24 @@ def shard_superstep(index: int, records: Any, stage: Stage,
             resident.keep(token, worker, version=began)
         payload = _error_payload(exc)
         yield (index, ("S", attrs.evolve(own, halted=True, error=payload,
-                                         steps=own.steps + 1)))
+                                         steps=own.steps + 1,
+                                         trail=own.trail + ((True, 0),))))
         yield from _to_all(stage.shards, index, summary(own.info, payload))
         return
     token = stage.log.append(token, stage.version, entry)
     resident.keep(token, worker, began)
+    sent = sum(len(m[4]) for _dest, m in messages)
     tally = dict(zip(TALLY, own.tally))
     tally["busy"] += 1
-    tally["records_sent"] += sum(len(m[4]) for _dest, m in messages)
+    tally["records_sent"] += sent
     tally["log_bytes"] += len(entry)
     tally["base_bytes"] += based
     tally["seconds"] += time.perf_counter() - started
     tally[loaded.how] += 1
     tally["entries_replayed"] += loaded.replayed
     yield (index, ("S", attrs.evolve(own, token=token, info=info, frontiers=frontiers,
-                                     steps=own.steps + 1, tally=tuple(tally.values()))))
+                                     steps=own.steps + 1, tally=tuple(tally.values()),
+                                     trail=own.trail + ((True, sent),))))
     yield from _to_all(stage.shards, index, summary(info))
     for dest, m in messages:
         yield (dest, ("M", m))

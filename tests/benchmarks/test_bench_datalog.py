@@ -14,14 +14,24 @@ def test_quick_run_agrees_and_reports_work_per_change(tmp_path, capsys) -> None:
     out = tmp_path / "datalog.json"
     result = bench_datalog.main(["--quick", "--out", str(out)])
     assert json.loads(out.read_text())["programs"] == result["programs"]
-    assert len(result["programs"]) == 4
+    assert len(result["programs"]) == 5
     for label, row in result["programs"].items():
         assert row["agree"], label
         assert row["changes"] == 2 * result["config"]["changes"]
+        assert len(row["change_ms"]) == len(row["change_work"]) == row["changes"]
         assert row["derived_facts"] > 0, label
         assert row["median_change_work"] < row["load_work"] / 10, (label, row)
     printed = capsys.readouterr().out
-    assert "speedup" in printed and str(out) in printed
+    assert "speedup" in printed and "max work" in printed and str(out) in printed
+
+
+def test_random_dag_is_a_dag_of_the_asked_size() -> None:
+    import random
+    rng = random.Random(2)
+    edges = bench_datalog.random_dag(50, 120, rng)
+    assert len(edges) == 120 and all(0 <= a < b < 50 for a, b in edges)
+    new = bench_datalog.fresh_forward_edge(rng, edges, 50)
+    assert new not in edges and new[0] < new[1]
 
 
 def test_seminaive_evaluators_agree_with_a_naive_fixpoint() -> None:

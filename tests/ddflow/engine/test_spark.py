@@ -160,19 +160,6 @@ def test_environment_errors_name_the_remedy(monkeypatch, tmp_path):
         check_environment("spark://127.0.0.1:9", timeout=2)
 
 
-def test_executors_that_cannot_import_the_project(spark):
-    engine = SparkEngine(spark, shards=2)
-
-    def probe(_):
-        raise ModuleNotFoundError("No module named 'ddflow'")
-    engine._probe = probe
-    df = ddflow.Dataflow(engine=engine)
-    s, c = df.new_collection()
-    c.capture()
-    with pytest.raises(EngineUnavailableError, match="ship_code"):
-        df.run()
-
-
 def test_spark_engine_rejects_workers_argument(spark):
     with pytest.raises(ddflow.GraphError):
         ddflow.Dataflow(engine=SparkEngine(spark), workers=3)
@@ -200,25 +187,3 @@ def test_a_dataflow_grows_on_spark(spark):
         want = _fresh([a, b], source, piece, None)
         for t in (since, Product(1, 1), Product(2, 2)):
             assert accumulate(got, t) == accumulate(want, t), (source, piece, t)
-
-
-def test_stop_removes_the_temporary_files_the_engine_made(spark):
-    """The checkpoint directory and the shipped project zip go at `stop()`, even on a
-    session the engine did not make (which stays up)."""
-    import glob
-    import tempfile
-    pattern = os.path.join(tempfile.gettempdir(), "ddflow-*")
-    before = set(glob.glob(pattern))
-    engine = SparkEngine(spark, shards=2, ship_code=True)
-    df = ddflow.Dataflow(engine=engine)
-    s, c = df.new_collection()
-    cap = c.count().capture()
-    s.insert("a")
-    s.advance_to(1)
-    df.run()
-    assert cap.at(0) == {("a", 1): 1}
-    made = set(glob.glob(pattern)) - before
-    assert any(p.endswith(".zip") for p in made) and any("ddflow-ckpt-" in p for p in made)
-    engine.stop()
-    assert set(glob.glob(pattern)) - before == set()
-    assert spark.sparkContext._jsc is not None      # the user's session is still up
