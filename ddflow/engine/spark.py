@@ -408,7 +408,9 @@ class SparkEngine(BSPEngine):
                 for f in self._feeding for dest, times in f.stamps.items()]
 
     def _fed_parts(self) -> list:
-        """The fed inputs as first-superstep messages, partitioned by `by_shard`."""
+        """The inputs fed for the run starting (`feed_rdd`) as its first superstep's
+        messages `(shard, ("M", (src, seq, node, 0, updates)))`, partitioned by
+        `by_shard` (their times go to `_fed_stamps`)."""
         return [fed.rdd.mapPartitions(
                     functools.partial(_fed_messages, node=self.index[id(fed.session.node)],
                                       feed=n), preservesPartitioning=True)
@@ -482,12 +484,6 @@ class SparkEngine(BSPEngine):
         for r in records:
             by_dest[r[0]].append(r)
         return sc.parallelize(by_dest, self.shards).flatMap(_records)
-
-    def _fed_parts(self) -> list:
-        """RDDs of input messages `(shard, ("M", (src, seq, node, 0, updates)))`
-        already on the executors, partitioned by `by_shard`, for the run starting
-        (their times go to `_fed_stamps`).  None here."""
-        return []
 
     def _end_run(self) -> None:
         if self._last is not None:
