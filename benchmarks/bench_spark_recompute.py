@@ -260,6 +260,7 @@ def run_size(spark: Any, workload: Any, reps: int, seed: int) -> dict:
         other_in.advance_to(1)
         df.run()
     loaded, _ = meter(load)
+    loaded["supersteps"] = engine.supersteps
     # The recompute's data: the base, cached (as the user would hold it), plus the
     # changes so far as rows with a diff.
     base_rows = base.withColumn("diff", F.lit(1)).cache()
@@ -283,7 +284,9 @@ def run_size(spark: Any, workload: Any, reps: int, seed: int) -> dict:
         def incremental() -> dict:
             df.run()
             return cap.at(t)
+        before = engine.supersteps
         dd, answer = meter(incremental)
+        dd["supersteps"] = engine.supersteps - before
         rows = [(*data, diff) for data, diff in changes]
         current = base_rows.unionByName(spark.createDataFrame(rows, workload.columns()))
         rc, frame = meter(lambda: workload.recompute(spark, current, extra))
@@ -297,6 +300,9 @@ def run_size(spark: Any, workload: Any, reps: int, seed: int) -> dict:
     for kind, runs in steps.items():
         out[kind] = {side: {m: median([r[side][m] for r in runs]) for m in ("wall", "cpu", "jobs")}
                      for side in ("ddflow", "recompute")}
+        out[kind]["ddflow"]["jobs_max"] = max(r["ddflow"]["jobs"] for r in runs)
+        out[kind]["ddflow"]["supersteps"] = median([r["ddflow"]["supersteps"] for r in runs])
+        out[kind]["ratios"] = [r["recompute"]["wall"] / r["ddflow"]["wall"] for r in runs]
         out[kind]["runs"] = len(runs)
     return out
 
