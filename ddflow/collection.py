@@ -21,7 +21,8 @@ import itertools
 from typing import Any, Callable, Iterable
 
 from ddflow import arguments
-from ddflow.dataflow import Capture, CaptureOp, Node, Scope
+from ddflow.capture import Capture, CaptureOp
+from ddflow.dataflow import Node, Scope
 from ddflow.errors import DataflowError, GraphError, UserFunctionError
 from operators.arrange import Arrange, EnteredArrangement
 from operators.distinct_trace import DistinctTrace

@@ -1,4 +1,4 @@
-"""The front door: `Dataflow`, its scopes, graph nodes and input sessions.
+"""The front door: `Dataflow`, its scopes and graph nodes (input sessions: `ddflow.input`).
 
 A `Dataflow` is a graph of nodes built through the `Collection` API and run by an
 engine (`LocalEngine` by default).  It owns what users touch: `new_collection()`
@@ -30,20 +30,16 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
-from lattice import (Antichain, Product, advance_by, as_time, is_time, join, less_equal, minimum,
-                     same_lattice)
+from lattice import Antichain, Product, as_time, is_time, join, minimum
 from ddflow import arguments
-from ddflow.capture import Capture, CaptureOp  # noqa: F401 - re-exported: ddflow.dataflow.Capture
-from ddflow.diff import check_diff
-from ddflow.errors import (DataError, GraphError, SessionClosedError, StalledRunWarning,
-                           TimeError)
-from ddflow.updates import consolidate_unsorted
+from ddflow.capture import Capture  # noqa: F401 - re-exported: ddflow.dataflow.Capture
+from ddflow.errors import GraphError, StalledRunWarning, TimeError
+from ddflow.input import InputOp, InputSession
 from operators.base import Operator
 
 EMPTY = Antichain()
-_ANY: Any = object()    # "any value" for the optional filters of `InputSession.discard`
 
 
 class Scope:
@@ -112,252 +108,6 @@ class Node:
         """The name errors give this node: an arrangement goes by its readers'
         (the operators the user called), the node's own name otherwise."""
         return "/".join(self.users) if self.users else self.name
-
-
-class InputSession:
-    """Feeds updates into one input collection, at times no earlier than `time`.
-
-    `insert`, `remove` and `update` act at the session's current time; `update_at`
-    at any time in advance of it; `advance_to` moves the time forward (which lets
-    the engine finish earlier times); `close` ends the input.  Every check happens
-    here, before anything is recorded.
-    """
-
-    def __init__(self, dataflow: Dataflow, node: Node, name: str) -> None:
-        self.dataflow = dataflow
-        self.node = node
-        self.name = name
-        self.time = node.scope.minimum
-        self.closed = False
-        self._pending: list[tuple] = []
-        # The frontier at the last successful run(): a run that finds it unchanged
-        # while updates are pending can process none of them (see Dataflow.run).
-        self._ran_at: Antichain = self.frontier()
-
-    def insert(self, data: Any) -> None:
-        """Add one copy of `data` at the session's current time (`update(data, 1)`)."""
-        self.update_at(data, self.time, 1)
-
-    def remove(self, data: Any) -> None:
-        """Take away one copy of `data` at the session's current time (`update(data, -1)`);
-        removing what is not there leaves a negative count, as in differential dataflow."""
-        self.update_at(data, self.time, -1)
-
-    def update(self, data: Any, diff: Any = 1) -> None:
-        """Change the count of `data` by `diff` at the session's current time."""
-        self.update_at(data, self.time, diff)
-
-    def update_at(self, data: Any, time: Any, diff: Any = 1) -> None:
-        """Change the count of `data` by `diff` at `time`, which must be in advance of the
-        session's time (`advance_to`).  The update is pending until the next `run()`.
-
-        Raises, recording nothing: `TimeError` (a time of another lattice, or before the
-        session's), `DataError` (unhashable `data`), `DiffError` (a diff that is not an
-        element of the diff type), `SessionClosedError` (after `close()`).
-        """
-        if (type(time) is int and type(self.time) is int and time >= self.time
-                and type(diff) is int and not self.closed):
-            # The common case (int times, int diffs), checked with fewer calls.
-            try:
-                hash(data)
-            except TypeError:
-                pass          # the full path below reports it
-            else:
-                self._pending.append((data, time, diff))
-                return
-        self._check_open("update_at", data, time)
-        self._pending.append(checked_update(self.name, self.time, data, time, diff))
-
-    def extend(self, updates: Iterable[tuple]) -> None:
-        """Add many `(data, time, diff)` updates; all are checked before any is kept."""
-        try:
-            updates = list(updates)
-        except TypeError as exc:
-            raise DataError(f"extend needs an iterable of (data, time, diff) triples, got "
-                            f"{updates!r}", operator=self.name, record=updates) from exc
-        saved = len(self._pending)
-        try:
-            for u in updates:
-                if not isinstance(u, tuple) or len(u) != 3:
-                    raise DataError("expected (data, time, diff) triples", operator=self.name,
-                                    record=u)
-                self.update_at(*u)
-        except BaseException:
-            del self._pending[saved:]
-            raise
-
-    def insert_dataframe(self, frame: Any, time: str | None = None,
-                         diff: str | None = None) -> int:
-        """Add the rows of a Spark DataFrame as updates (see `ddflow.engine.spark_io`);
-        returns the number of rows.  On the Spark engine the rows are checked and
-        sharded on the executors and wait there for the next `run()`: `pending`
-        does not list them, and `discard` cannot withdraw them."""
-        if not (hasattr(frame, "columns") and hasattr(frame, "toLocalIterator")):
-            raise DataError(f"insert_dataframe needs a Spark DataFrame, got a "
-                            f"{type(frame).__name__} (use extend() for (data, time, diff) "
-                            "triples)", operator=self.name)
-        from ddflow.engine.spark_io import feed_dataframe
-        return feed_dataframe(self, frame, time=time, diff=diff)
-
-    def advance_to(self, time: Any) -> None:
-        """Promise no updates at times not in advance of `time`: the times before it can
-        complete (outputs there become final) once `run()` has done their work.  Moving
-        back raises `TimeError`."""
-        self._check_open("advance_to", None, time)
-        time = as_time(time)
-        self._check_time(time, None, "advance_to")
-        if not less_equal(self.time, time):
-            raise TimeError(f"advance_to({time!r}) would move the session back from "
-                            f"{self.time!r}", operator=self.name, time=time)
-        self.time = time
-
-    def close(self) -> None:
-        """No more updates: every time becomes complete once in-flight work is done."""
-        self.closed = True
-
-    def frontier(self) -> Antichain:
-        """The times this session may still update: `{time}` while open, empty after
-        `close()`."""
-        # One time is its own antichain (`advance_to` checked its lattice).
-        return EMPTY if self.closed else Antichain._trusted((self.time,))
-
-    @property
-    def pending(self) -> list[tuple]:
-        """Updates given since the last successful `run()` (a copy)."""
-        return list(self._pending)
-
-    def discard(self, data: Any, time: Any = _ANY, diff: Any = _ANY) -> list[tuple]:
-        """Withdraw the pending updates of `data` and return them; the other pending
-        updates stay.
-
-        Meant for recovering from a failed `run()`, whose error names the record and
-        the time: `discard(err.record, err.time)` withdraws that record's updates at
-        that time only, leaving its updates at other times (which may be fine) in
-        place; give `diff` as well to withdraw only the exact `(data, time, diff)`
-        updates.  Without `time`, every pending update of `data` goes (right when
-        the record itself is bad, say not a pair where a join needs one).
-        """
-        if time is not _ANY:
-            time = as_time(time)
-
-        def hit(u: tuple) -> bool:
-            return (u[0] == data and (time is _ANY or u[1] == time)
-                    and (diff is _ANY or u[2] == diff))
-        gone = [u for u in self._pending if hit(u)]
-        if gone:
-            self._pending = [u for u in self._pending if not hit(u)]
-        return gone
-
-    def clear(self) -> list[tuple]:
-        """Withdraw and return every pending update."""
-        return self.take_pending()
-
-    def take_pending(self) -> list[tuple]:
-        """Withdraw and return every pending update (what an engine does at a step)."""
-        pending, self._pending = self._pending, []
-        return pending
-
-    def restore_pending(self, updates: list[tuple]) -> None:
-        """Give back updates taken by `take_pending` (a failed step), ahead of any
-        given since, so nothing is lost and the order is kept."""
-        self._pending[:0] = updates
-
-    def _check_open(self, what: str, data: Any, time: Any) -> None:
-        if self.closed:
-            raise SessionClosedError(f"{what} on input '{self.name}' after close()",
-                                     operator=self.name, record=data, time=time)
-
-    def _check_time(self, time: Any, data: Any, what: str) -> None:
-        _check_lattice(self.name, self.time, time, data, what)
-
-
-def checked_update(name: str, session_time: Any, data: Any, time: Any, diff: Any) -> tuple:
-    """`(data, time, diff)` as an input whose time is `session_time` takes it, or the
-    typed error saying why not (naming the input `name`, the record and the time):
-    `TimeError` (another lattice, or not in advance of `session_time`), `DataError`
-    (unhashable data), `DiffError`.  One function for every way updates enter: a
-    session's `update_at`, and rows of a DataFrame checked on Spark's executors.
-
-    >>> checked_update("edges", 3, ("a", "b"), 5, 1)
-    (('a', 'b'), 5, 1)
-    >>> checked_update("edges", 3, ["a"], 5, 1)
-    Traceback (most recent call last):
-    ...
-    ddflow.errors.DataError: data must be hashable (unhashable type: 'list'); use tuples, ...
-    """
-    time = as_time(time)
-    _check_lattice(name, session_time, time, data, "update_at")
-    if not less_equal(session_time, time):
-        raise TimeError(f"update at {time!r} is not in advance of the session's time "
-                        f"{session_time!r} (time may not go backwards)",
-                        operator=name, record=data, time=time)
-    try:
-        hash(data)
-    except TypeError as exc:
-        raise DataError(f"data must be hashable ({exc}); use tuples, not lists or dicts",
-                        operator=name, record=data, time=time) from exc
-    return data, time, check_diff(diff, operator=name, record=data, time=time)
-
-
-def _check_lattice(name: str, session_time: Any, time: Any, data: Any, what: str) -> None:
-    if not same_lattice(time, session_time):
-        raise TimeError(f"{what}: {time!r} is not a time of this dataflow's lattice "
-                        f"(times look like {session_time!r})",
-                        operator=name, record=data, time=time)
-
-
-class InputOp(Operator):
-    """Source of a session's updates; holds the session's frontier as capability.
-
-    It keeps what it has emitted, compacted (`history`), so that an operator added
-    after `run()` can be handed the input's contents (`snapshot`): the input's own
-    arrangement, in differential dataflow's terms.  The history is re-compacted to
-    the frontier whenever it has doubled since the last time, at a constant
-    amortised cost per update: it holds at most twice the records it held after its
-    last compaction.  That bounds it by the live records only while they do not
-    shrink: deleting every record leaves the deletions and what they cancel (up to
-    twice the old size) until the next updates trigger a compaction.
-    """
-
-    _state = ("frontier", "_live")
-    _append_only = ("history",)
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.frontier: Antichain = EMPTY
-        self.history: list = []
-        self._live = 0          # the history's length after its last compaction
-
-    def on_input(self, port: int, updates: list) -> None:
-        self.records_in += len(updates)
-        # Consolidate first: an update and its retraction in one step cancel.
-        updates = self.consolidate(updates)
-        self.emit(updates)
-        self.history.extend(updates)
-        if len(self.history) > 2 * self._live:
-            self._compact()
-
-    def _compact(self) -> None:
-        # A fresh list, not an edit in place: the undo journal keeps the old one.
-        self.history = _advanced(self.history, self.frontier)
-        self._live = len(self.history)
-
-    def snapshot(self, time: Any) -> list:
-        """Everything this input has emitted, advanced to `time` and consolidated."""
-        return _advanced(self.history, Antichain([time]))
-
-    def trace_records(self) -> int:
-        return len(self.history)
-
-    def capabilities(self) -> Iterable[Any]:
-        return self.frontier.elements
-
-
-def _advanced(updates: list, frontier: Antichain) -> list:
-    """`updates` with times advanced by `frontier`, consolidated (see `advance_by`)."""
-    if frontier.is_empty():
-        return consolidate_unsorted(updates)
-    return consolidate_unsorted([(d, advance_by(t, frontier), r) for d, t, r in updates])
 
 
 #: What the modules above this one register when they are imported: "collection",

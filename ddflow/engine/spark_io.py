@@ -9,7 +9,7 @@ never the rows.
   `(data, time, diff)`; `data` is the row's other columns (one column: its value;
   several: a tuple in column order); the time and diff columns are optional
   (defaults: the session's time, +1; a struct of two fields is a `Product` time).  Each row is checked as `InputSession.update_at`
-  checks one (`ddflow.dataflow.checked_update`), all or nothing: a bad row raises
+  checks one (`ddflow.input.checked_update`), all or nothing: a bad row raises
   its typed error before any row of the frame is kept.
   - On a `SparkEngine`: one Spark job converts and checks the rows on the executors,
     sends each update to the shard `shard_of(data)` names (the exchange an input's
@@ -30,7 +30,7 @@ import operator
 from typing import Any, Iterable, Iterator
 
 from lattice import Antichain, Product, less_equal
-from ddflow.dataflow import checked_update
+from ddflow.input import checked_update
 from ddflow.errors import DataError, DataflowError, EngineUnavailableError
 from ddflow.sharding import shard_of
 

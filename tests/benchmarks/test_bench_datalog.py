@@ -21,8 +21,17 @@ def test_quick_run_agrees_and_reports_work_per_change(tmp_path, capsys) -> None:
         assert len(row["change_ms"]) == len(row["change_work"]) == row["changes"]
         assert row["derived_facts"] > 0, label
         assert row["median_change_work"] < row["load_work"] / 10, (label, row)
+    # One speed goal per workload (five kinds of input at the quick sizes) and the
+    # work goal, each judged on the row it names.
+    speed = [g for g in result["goals"] if "from-scratch" in g["goal"]]
+    assert len(speed) == 5 and len(result["goals"]) == 6
+    for g in speed:
+        label = g["goal"].split("largest input: ", 1)[1]
+        row = result["programs"][label]
+        assert g["met"] == (row["speedup"] >= bench_datalog.SPEEDUP_GOAL), g
     printed = capsys.readouterr().out
     assert "speedup" in printed and "max work" in printed and str(out) in printed
+    assert "the issue's goals" in printed
 
 
 def test_random_dag_is_a_dag_of_the_asked_size() -> None:

@@ -28,7 +28,8 @@ from hypothesis import given, settings, strategies as st
 import ddflow
 import operators.iterate as iterate_module
 from ddflow.algorithms.graphs import reachability
-from ddflow.dataflow import CaptureOp, InputOp
+from ddflow.capture import CaptureOp
+from ddflow.input import InputOp
 from ddflow.errors import DataflowError
 from ddflow.trace import Trace
 from ddflow.testing.times import minimum_of
