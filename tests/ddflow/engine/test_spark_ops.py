@@ -216,3 +216,15 @@ def test_a_users_own_session_gets_the_drivers_python_or_a_typed_error():
     assert r["bare_error"].startswith("ExecutorEnvironmentError")
     assert r["bare_python"] in r["bare_error"] and "No module named" in r["bare_error"]
     assert r["read_after_error"] == []
+
+
+def test_an_executor_seeing_edited_source_is_told_apart_from_another_copy(tmp_path):
+    """The probe's verdict when an executor's ddflow differs from the driver's: the
+    driver's own directory with other contents (edited after the driver imported it)
+    asks for a restart; another directory is named as another copy."""
+    from ddflow.engine.spark_session import ExecutorSetup, _project_root
+    setup = ExecutorSetup(None, 1.0)
+    edited = setup._wrong({"ddflow": str(_project_root()), "fingerprint": "not-the-driver's"})
+    assert "changed after the driver imported them" in edited and "restart" in edited
+    other = setup._wrong({"ddflow": str(tmp_path), "fingerprint": "not-the-driver's"})
+    assert "another copy" in other and str(tmp_path) in other
