@@ -30,6 +30,7 @@ Run: `python -m benchmarks.bench_spark_recompute [--quick] [--sizes 10000,100000
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import time
@@ -94,14 +95,17 @@ class Meter:
     (CPU of a Python worker that exits during the action is lost: an undercount on
     either side, small next to the workers Spark keeps for reuse.)"""
 
+    #: Job group numbers, unique in the process: the status tracker answers a group
+    #: with every job ever run under its name, so a name reused by the next size's
+    #: Meter (one session runs them all) counted the earlier sizes' jobs too.
+    _groups = itertools.count(1)
+
     def __init__(self, spark: Any) -> None:
         self.sc = spark.sparkContext
         self.tracker = self.sc.statusTracker()
-        self.n = 0
 
     def __call__(self, action: Callable[[], Any]) -> tuple[dict, Any]:
-        self.n += 1
-        group = f"bench-{self.n}"
+        group = f"bench-{next(Meter._groups)}"
         self.sc.setJobGroup(group, group)
         cpu, wall = tree_ticks(), time.perf_counter()
         value = action()
