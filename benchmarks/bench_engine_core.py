@@ -111,7 +111,8 @@ def base_tree(rev: str) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run_child(tree: Path, task: str, params: dict, tmp: Path, child: Path = CHILD) -> dict:
+def run_child(tree: Path, task: str, params: dict, tmp: Path, child: Path = CHILD,
+              timeout: float = CHILD_TIMEOUT_S) -> dict:
     """Run one measurement (`child`'s `task`) in a fresh interpreter importing
     ddflow from `tree`."""
     pfile = tmp / f"params-{task}-{os.getpid()}-{time.monotonic_ns()}.json"
@@ -122,9 +123,9 @@ def run_child(tree: Path, task: str, params: dict, tmp: Path, child: Path = CHIL
     cmd = [sys.executable, "-P", str(child), task, str(pfile)]
     try:
         done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
-                              timeout=CHILD_TIMEOUT_S)
+                              timeout=timeout)
     except subprocess.TimeoutExpired as exc:
-        raise BenchmarkError(f"{task} in {tree} took over {CHILD_TIMEOUT_S} s") from exc
+        raise BenchmarkError(f"{task} in {tree} took over {timeout} s") from exc
     finally:
         pfile.unlink(missing_ok=True)
     if done.returncode != 0:

@@ -30,6 +30,7 @@ Run: `python -m benchmarks.bench_spark_recompute [--quick] [--sizes 10000,100000
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import time
@@ -94,14 +95,17 @@ class Meter:
     (CPU of a Python worker that exits during the action is lost: an undercount on
     either side, small next to the workers Spark keeps for reuse.)"""
 
+    #: Job group numbers, unique in the process: the status tracker answers a group
+    #: with every job ever run under its name, so a name reused by the next size's
+    #: Meter (one session runs them all) counted the earlier sizes' jobs too.
+    _groups = itertools.count(1)
+
     def __init__(self, spark: Any) -> None:
         self.sc = spark.sparkContext
         self.tracker = self.sc.statusTracker()
-        self.n = 0
 
     def __call__(self, action: Callable[[], Any]) -> tuple[dict, Any]:
-        self.n += 1
-        group = f"bench-{self.n}"
+        group = f"bench-{next(Meter._groups)}"
         self.sc.setJobGroup(group, group)
         cpu, wall = tree_ticks(), time.perf_counter()
         value = action()
@@ -260,6 +264,7 @@ def run_size(spark: Any, workload: Any, reps: int, seed: int) -> dict:
         other_in.advance_to(1)
         df.run()
     loaded, _ = meter(load)
+    loaded["supersteps"] = engine.supersteps
     # The recompute's data: the base, cached (as the user would hold it), plus the
     # changes so far as rows with a diff.
     base_rows = base.withColumn("diff", F.lit(1)).cache()
@@ -283,7 +288,9 @@ def run_size(spark: Any, workload: Any, reps: int, seed: int) -> dict:
         def incremental() -> dict:
             df.run()
             return cap.at(t)
+        before = engine.supersteps
         dd, answer = meter(incremental)
+        dd["supersteps"] = engine.supersteps - before
         rows = [(*data, diff) for data, diff in changes]
         current = base_rows.unionByName(spark.createDataFrame(rows, workload.columns()))
         rc, frame = meter(lambda: workload.recompute(spark, current, extra))
@@ -297,6 +304,9 @@ def run_size(spark: Any, workload: Any, reps: int, seed: int) -> dict:
     for kind, runs in steps.items():
         out[kind] = {side: {m: median([r[side][m] for r in runs]) for m in ("wall", "cpu", "jobs")}
                      for side in ("ddflow", "recompute")}
+        out[kind]["ddflow"]["jobs_max"] = max(r["ddflow"]["jobs"] for r in runs)
+        out[kind]["ddflow"]["supersteps"] = median([r["ddflow"]["supersteps"] for r in runs])
+        out[kind]["ratios"] = [r["recompute"]["wall"] / r["ddflow"]["wall"] for r in runs]
         out[kind]["runs"] = len(runs)
     return out
 

@@ -35,10 +35,12 @@ has read) makes the engine answer `reset=True`, and the index is rebuilt.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from bisect import bisect_left, bisect_right
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from lattice import Antichain, DataflowError, as_time, less_equal, same_lattice, sort_key
 from ddflow.errors import GraphError, NotFinalError, TimeError
@@ -63,11 +65,32 @@ _MERGE_SHARE = 4
 _MERGE_SLACK = 32
 
 
-def _token() -> int:
-    # Random, not a counter: a counter lives in the process, and the BSP and Spark
-    # engines rebuild shards from pickles in other processes, where a counter restored
-    # with the shard would hand out the same tokens again after a rollback.
-    return int.from_bytes(os.urandom(8), "little")
+#: The superstep a BSP shard is running (`seeded_tokens`), else None.
+_SEED: int | None = None
+
+
+def _token(previous: int) -> int:
+    # Not a counter: a counter lives in the process, and the BSP and Spark engines
+    # rebuild shards from pickles in other processes, where a counter restored with
+    # the shard would hand out the same tokens again after a rollback.  Random in
+    # the local engine; on a BSP shard, derived from the superstep (whose number is
+    # never reused, even by a rolled-back run) and the batch before, so that a shard
+    # rebuilt by replaying its logged supersteps hands out the same tokens again.
+    if _SEED is None:
+        return int.from_bytes(os.urandom(8), "little")
+    digest = hashlib.blake2b(f"{_SEED}:{previous}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+@contextmanager
+def seeded_tokens(superstep: int) -> Iterator[None]:
+    """Captures draw their batch tokens from `superstep` while this is open."""
+    global _SEED
+    outer, _SEED = _SEED, superstep
+    try:
+        yield
+    finally:
+        _SEED = outer
 
 
 class CaptureOp(Operator):
@@ -91,7 +114,8 @@ class CaptureOp(Operator):
         self.consolidate(updates)       # refuses unhashable data before keeping any
         if updates:
             self.updates.extend(updates)
-            self.marks.append((len(self.updates), _token()))
+            self.marks.append((len(self.updates),
+                               _token(self.marks[-1][1] if self.marks else 0)))
 
     @property
     def journal(self) -> tuple[list, list]:

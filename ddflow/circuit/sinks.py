@@ -11,8 +11,9 @@ has passed `t` (every session stands at `t + 1`), so what a capture holds at tim
 `<= t` is final.
 
 Nothing here runs inside an operator.  An `inspect` callback would: on the BSP
-engines (`ddflow.engine.bsp`) operators are pickled between supersteps, so a callback
-mutating a driver object mutates a copy.  Captures are read the same way on every
+engines (`ddflow.engine.bsp`) operators run on copies made by pickling (in Spark's
+Python workers, or rebuilt from a shard's log), so a callback mutating a driver
+object mutates a copy.  Captures are read the same way on every
 engine, so a circuit gives the same sinks, inspect callbacks and clock hooks on
 `LocalEngine(workers=1)`, on `workers=3` and on `InProcessShards`.
 

@@ -4,8 +4,9 @@ Every engine compiles the front door's graph into one `Plan` (`ddflow.engine.pla
 and runs the operators of each shard in a `Worker` (`ddflow.engine.worker`), the one
 pass loop and router: `LocalEngine` runs one worker for all of its W simulated
 workers in this process; the BSP driver (`ddflow.engine.bsp`) runs one per shard in
-supersteps, its shards held in this process (`InProcessShards`) or in Spark
-partitions (`ddflow.engine.spark.SparkEngine`).  What the front door asks of an
+supersteps (`ddflow.engine.superstep`), its shards run in this process
+(`InProcessShards`) or in Spark tasks (`ddflow.engine.spark.SparkEngine`), kept where
+they ran and logged to be rebuilt anywhere else (`ddflow.engine.shard_log`).  What the front door asks of an
 engine is the `Engine` protocol below.
 """
 

@@ -1,148 +1,105 @@
-"""Bulk-synchronous execution: a driver loop of supersteps over shards held elsewhere.
+"""Bulk-synchronous execution: the driver of supersteps over shards held elsewhere.
 
-The driver keeps only the graph and a small summary per shard (capabilities and
-queued message times, for progress tracking; counters, for metrics).  Each
-superstep, every shard receives the messages addressed to it, runs the pass loop of
-its `Worker` (`ddflow.engine.worker`, the same loop the local engine runs) until it is
-locally quiescent, and reports its summary and its outgoing messages.  The run
-ends when a superstep moved nothing and the frontiers stood still.
+Each superstep, every shard receives the messages addressed to it and every shard's
+progress summary, runs the pass loop of its `Worker` (`ddflow.engine.worker`, the
+loop the local engine runs) until it is locally quiescent, and sends its messages
+and its summary on (`ddflow.engine.superstep.shard_superstep`).  Since every shard
+computes the same global frontiers and the same "run is over" verdict from the
+summaries, the driver does not take part in a superstep: it starts a *job*, a chain
+of supersteps, and hears only the last one's states.  A run's first job chains
+`chain` supersteps, each next job twice as many as the last, so a run that needs
+`n` supersteps takes about `log2(n / chain)` jobs, whatever the number of loop
+rounds; supersteps after the verdict pass the states through.
 
-Where the shards live is the executor's business: `InProcessShards` keeps them in a
-list (it makes the superstep logic testable without a cluster), the Spark engine
-keeps them in an RDD.  The per-shard work is one function, `step_shard`, which both
-call, so what runs in a Spark task is exactly what the in-process tests check.
+The driver keeps the graph, the shards' states as `ShardState`s (tokens naming a
+base and a log of supersteps, `ddflow.engine.shard_log`; a shard's worker itself
+stays where it last ran), and their last summaries (for metrics and the first
+superstep of the next run).  A run that fails is rolled back by going back to the
+tokens of its start.
+
+Where shards run is the executor's business: `InProcessShards` runs them here,
+simulating the processes a Spark executor would run them in (a shard lands on one
+of them at random, so every way of finding a worker is exercised), and the Spark
+engine runs them in Spark tasks.  Both run the same `shard_superstep`.
 """
 
 from __future__ import annotations
 
 import logging
 import pickle
-from collections import Counter
+import random
+import uuid
 from typing import Any
 
+import attrs
+
 from lattice import Antichain
+from ddflow.arguments import positive_int
 from ddflow.capture import Cursor, read_since
 from ddflow.engine.plan import Plan, instantiate
+from ddflow.engine.shard_log import MemoryStore, Resident, ShardLog
 from ddflow.engine.steplog import StepLog
+from ddflow.engine.superstep import (COUNTERS, TALLY, ShardState, Stage, View, dumps,
+                                     raise_error, replay, shard_superstep, summary, undo)
 from ddflow.engine.worker import Worker, split_by_shard
-from ddflow.arguments import positive_int
-from ddflow.errors import DataflowError
-
-COUNTERS = ("records_in", "records_out", "batches_out", "work", "times_visited")
-
-
-def step_shard(index: int, state: Worker | None, incoming: list, plan: Plan,
-               ctx: dict, shards: int) -> tuple[Any, list, dict]:
-    """One shard's superstep.  `state` None means "idle, not unpickled".
-
-    The shard's worker receives the messages addressed to it, the inputs' frontiers
-    and the other shards' pointstamps as reported (they can only have moved forward
-    since, and anything they send stems from them), then runs its pass loop until it
-    is locally quiescent: a whole key-local fixpoint can finish in one superstep, and
-    no time is treated as complete too early.  Messages for other shards are counted
-    as this shard's pointstamps until it hands them over at the end.
-
-    Returns `(new state or None if unchanged, outgoing messages, info)`; an outgoing
-    message is `(dest, (src, seq, node, port, updates))`.
-    """
-    if state is None:
-        return None, [], {"shard": index, "skipped": True}
-    incoming = sorted(incoming, key=lambda m: (m[0], m[1]))
-    routed = state.routed
-    for _src, _seq, i, port, ups in incoming:
-        state.enqueue(index, i, port, ups)
-    for i, frontier in ctx["inputs"].items():
-        state.set_input_frontier(i, frontier)
-    external: dict = {}
-    for s, (caps, queued) in ctx["stamps"].items():
-        if s == index:
-            continue
-        for i, ts in caps.items():
-            external.setdefault(i, Counter()).update(ts)
-        for (i, port), ts in queued.items():
-            external.setdefault(plan.ports[i][port], Counter()).update(ts)
-    state.set_external(external)
-    if ctx.get("import"):
-        # The dataflow grew: this superstep only hands new operators their contents.
-        # Nothing is drained until every shard's import messages are known to all
-        # (a new operator must not see a frontier pass a time still on its way).
-        state.import_contents()
-    else:
-        state.drain()
-    outbox = state.take_outbox()
-    caps, queued = state.pointstamps()
-    sent = {key: list(Antichain(u[1] for u in ups)) for key, ups in outbox.items()}
-    messages = [(dest, (index, seq, i, port, ups))
-                for seq, ((dest, i, port), ups) in enumerate(sorted(outbox.items(),
-                                                                    key=lambda kv: kv[0]))]
-    info = {"shard": index, "moved": state.routed != routed or bool(incoming),
-            "caps": caps, "queued": queued, "sent": sent,
-            "sent_records": sum(len(ups) for ups in outbox.values()),
-            "counters": [[getattr(op, c) for c in COUNTERS] + [op.trace_records()]
-                         for op in state.ops[0]]}
-    return state, messages, info
-
-
-def is_idle(index: int, incoming: list, ctx: dict) -> bool:
-    """A shard with no messages, no work of its own, and no frontier change can skip
-    a superstep without even being unpickled."""
-    return not incoming and index not in ctx["busy"] and not ctx["frontier_moved"]
 
 
 class BSPEngine:
-    """The driver of supersteps; subclasses say where shards live (`_superstep`)."""
+    """The driver of supersteps; subclasses say where shards run (`_job`).
 
-    _log = logging.getLogger("ddflow.bsp")
+    `chain` is the number of supersteps in a run's first job (each next job of the
+    run chains twice as many).  Progress goes to `_logger` (`ddflow.steplog`)."""
 
-    def __init__(self, shards: int | None = None) -> None:
+    _logger = logging.getLogger("ddflow.bsp")
+
+    def __init__(self, shards: int | None = None, *, chain: int = 4) -> None:
         if shards is not None:
             shards = positive_int(shards, "shards")
         self.requested_shards = shards
+        self.chain = positive_int(chain, "chain")
+        #: Supersteps run (those passed through after a run's verdict not counted).
         self.supersteps = 0
+        #: Jobs started (a chain of supersteps, a fetch, a probe).
+        self.jobs = 0
         self.shards = shards or 1
+        self.uid = uuid.uuid4().hex[:16]
+        self._clock = 0             # versions: one per superstep, never reused
         # Before compile() there is no shard: every read answers "nothing yet", as
         # the local engine's do (a capture read before the first run is empty).
         self.index: dict = {}
 
     # -- to be provided by an executor --------------------------------------------
-    def _create(self, blobs: list[bytes]) -> None:
+    def _make_log(self) -> ShardLog:
+        """Where the shards' bases and logged supersteps go."""
         raise NotImplementedError
 
-    def _superstep(self, messages: list, ctx: dict) -> list[dict]:
-        """Run `step_shard` on every shard with its messages; return the infos."""
+    def _job(self, start: list | None, stages: list[Stage]) -> list[ShardState]:
+        """Run `stages` as a chain of supersteps on every shard, from the records
+        `start` (or, None, from where the last job of the run ended); return each
+        shard's state after the last one."""
         raise NotImplementedError
 
-    def _checkpoint(self) -> Any:
-        """An opaque handle on the current shard states, for rollback."""
-        raise NotImplementedError
-
-    def _rollback(self, handle: Any) -> None:
-        raise NotImplementedError
-
-    def _release(self, handle: Any) -> None:
-        """The step succeeded: the handle is no longer needed."""
+    def _end_run(self) -> None:
+        """The run is over (or rolled back): let go of what its jobs left."""
 
     def _default_shards(self) -> int:
         return 1
 
+    def _fed_stamps(self) -> list[tuple[int, int, list]]:
+        """`(input node, shard, minimal times)` of updates the run starting takes
+        from elsewhere than the driver's sessions (none here)."""
+        return []
+
     def _prepare(self) -> None:
         pass
 
-    def _fed_stamps(self) -> list[tuple[int, int, list]]:
-        """`(input node, shard, minimal times)` of the updates the running step takes
-        from outside the driver (none here; see `SparkEngine.feed_rdd`)."""
-        return []
-
-    def _with_fed(self, messages: Any) -> Any:
-        """The first superstep's messages, with those updates joined in."""
-        return messages
-
-    def fetch(self, node: Any, attr: str) -> list:
-        """`getattr(op, attr)` of `node`'s operator on every shard."""
+    def fetch(self, node: Any, attr: Any) -> list:
+        """`getattr(op, attr)` (or `attr(op)` if callable) of `node`'s operator on
+        every shard."""
         raise NotImplementedError
 
     def _blobs_now(self) -> list[bytes]:
-        """Every shard's pickled state, in shard order (to grow the dataflow)."""
+        """Every shard's pickled worker, in shard order (to grow the dataflow)."""
         raise NotImplementedError
 
     # -- compile ---------------------------------------------------------------------
@@ -155,14 +112,25 @@ class BSPEngine:
         # Operators of shard 0 stand in for all of them on the driver: their
         # summaries make the plan, their counters' names the metrics.
         self.plan = Plan.of_operators(self.nodes, instantiate(self.nodes, 0))
-        blobs = [dumps(Worker(self.plan, [s], self.shards, [instantiate(self.nodes, s)]))
-                 for s in range(self.shards)]
-        self._create(blobs)
+        self._log = self._make_log()
+        self._states = [ShardState(None) for _ in range(self.shards)]
+        self._create([dumps(Worker(self.plan, [s], self.shards, [instantiate(self.nodes, s)]))
+                      for s in range(self.shards)])
         self._counters = {s: [[0] * (len(COUNTERS) + 1) for _ in self.nodes]
                           for s in range(self.shards)}
-        self._stamps: dict = {s: ({}, {}) for s in range(self.shards)}
         self._frontiers: list | None = None
         self._importing = False
+
+    def _create(self, blobs: list[bytes]) -> None:
+        """The shards' states become `blobs` (pickled workers), each a new base;
+        their last summaries stay (the grown workers hold the same pointstamps)."""
+        version = self._tick()
+        self._states = [attrs.evolve(st, token=self._log.create(s, version, blob))
+                        for (s, blob), st in zip(enumerate(blobs), self._states)]
+
+    def _tick(self) -> int:
+        self._clock += 1
+        return self._clock
 
     def grow(self, df: Any, growth: Any) -> None:
         """Operators were added to the running dataflow (`ddflow.engine.plan.grow`):
@@ -175,8 +143,9 @@ class BSPEngine:
         plan = Plan.of_operators(nodes, ops[0])
         for s, w in enumerate(workers):
             w.grow(plan, [ops[s]], growth)
-        self._create([dumps(w) for w in workers])
         self.plan, self.nodes = plan, nodes
+        self._create([dumps(w) for w in workers])
+        self._log.collect_garbage([st.token for st in self._states])
         self.index = {id(n): i for i, n in enumerate(nodes)}
         width = len(COUNTERS) + 1
         self._counters = {s: [list(r) for r in rows[:growth.start]]
@@ -186,89 +155,82 @@ class BSPEngine:
 
     # -- run -----------------------------------------------------------------------
     def run(self, df: Any) -> None:
-        """One step: supersteps until no shard has work or messages; rolled back on failure."""
+        """One step: jobs of supersteps until the shards' verdict is that nothing
+        moves any more; rolled back on failure."""
         taken = [(s, s.take_pending()) for s in df.sessions]
-        handle = self._checkpoint()
-        saved = (dict(self._stamps), {s: [list(r) for r in rows]
+        saved = (list(self._states), {s: [list(r) for r in rows]
                                       for s, rows in self._counters.items()},
                  self._frontiers)
-        self._steplog = StepLog(self._log, getattr(self, "jobs", 0))
+        self._steplog = StepLog(self._logger, self.jobs)
         try:
             self._run(df, taken)
         except BaseException as exc:
-            self._rollback(handle)
-            self._stamps, self._counters, self._frontiers = saved
+            self._states, self._counters, self._frontiers = saved
+            self._end_run()
             for session, updates in taken:
                 session.restore_pending(updates)
-            self._steplog.end(getattr(self, "jobs", 0), exc)
+            self._steplog.end(self.jobs, exc)
             raise
-        self._release(handle)
+        self._end_run()
         self._importing = False
-        self._steplog.end(getattr(self, "jobs", 0))
+        self._steplog.end(self.jobs)
+        # What no live state names any more (superseded entries, bases, and the
+        # branches of rolled-back runs) goes now that no task can read it.
+        self._log.collect_garbage([st.token for st in self._states])
 
     def _run(self, df: Any, taken: list) -> None:
         inputs = {self.index[id(s.node)]: s.frontier() for s in df.sessions}
-        messages: list = []
-        sent_to: dict = {}
+        records: list = []
+        injected: dict = {}
         for session, updates in taken:
             i = self.index[id(session.node)]
             for dest, part in split_by_shard(updates, _identity, self.shards,
                                              session.name).items():
-                messages.append((dest, (-1, len(messages), i, 0, part)))
-                sent_to.setdefault(dest, {}).setdefault((i, 0), []).extend(u[1] for u in part)
-        # Inputs already on the executors (DataFrames, `SparkEngine.feed_rdd`): their
-        # minimal times count as in flight to their shards, their records join the
-        # first superstep's messages.
+                records.append((dest, ("M", (-1, len(records), i, 0, part))))
+                # The minimal times stand for the batch in progress tracking.
+                key = (dest, i, 0)
+                injected[key] = list(Antichain(injected.get(key, []) + [u[1] for u in part]))
         for i, dest, times in self._fed_stamps():
-            sent_to.setdefault(dest, {}).setdefault((i, 0), []).extend(times)
-        messages = self._with_fed(messages)
-        last_frontiers = None
-        frontier_moved = True
-        importing = self._importing
+            key = (dest, i, 0)
+            injected[key] = list(Antichain(injected.get(key, []) + list(times)))
+        given = {s: summary(st.info) for s, st in enumerate(self._states)}
+        given[-1] = {"caps": {}, "queued": {}, "sent": injected, "moved": False, "error": None}
+        records += [(s, ("S", attrs.evolve(st, frontiers=None, halted=False, error=None,
+                                           run_from=st.token.version, trail=())))
+                    for s, st in enumerate(self._states)]
+        length, first = self.chain, True
+        steps = self._states[0].steps
+        logged = 0
         while True:
-            stamps = {s: (caps, _merge_queued(queued, sent_to.get(s, {})))
-                      for s, (caps, queued) in self._stamps.items()}
-            ctx = {"inputs": inputs, "stamps": stamps, "frontier_moved": frontier_moved,
-                   "busy": {s for s, (caps, queued) in stamps.items()
-                            if queued or any(i not in inputs for i in caps)},
-                   "import": importing}
-            if importing:
-                ctx["busy"] = set(range(self.shards))
-                importing = False
-            infos, messages = self._superstep(messages, ctx)
-            self.supersteps += 1
-            self._steplog.superstep(infos, getattr(self, "jobs", 0))
-            errors = [i["error"] for i in infos if "error" in i]
-            if errors:
-                exc, cause = pickle.loads(errors[0])
-                raise exc from cause
-            moved = False
-            sent_to = {}
-            for info in infos:
-                if info.get("skipped"):
-                    continue
-                s = info["shard"]
-                moved = moved or info["moved"] or bool(info["sent"])
-                self._counters[s] = info["counters"]
-                self._stamps[s] = (info["caps"], info["queued"])
-                for (dest, i, port), ts in info["sent"].items():
-                    sent_to.setdefault(dest, {}).setdefault((i, port), []).extend(ts)
-            frontiers = self._global_frontiers(inputs, sent_to)
-            frontier_moved = frontiers != last_frontiers
-            self._frontiers = frontiers
-            if not moved and not frontier_moved and not messages:
+            stages = [Stage(self.plan, self.shards, self._log, inputs, self._tick(),
+                            start=first and k == 0, importing=first and k == 0 and self._importing,
+                            given=given if first and k == 0 else None)
+                      for k in range(length)]
+            states = self._job(records if first else None, stages)
+            first = False
+            self.supersteps += states[0].steps - steps
+            steps = states[0].steps
+            for k in range(logged, len(states[0].trail)):
+                self._steplog.superstep([{"skipped": not st.trail[k][0],
+                                          "sent_records": st.trail[k][1]}
+                                         for st in states], self.jobs)
+            logged = len(states[0].trail)
+            for st in states:
+                if st.error is not None:
+                    raise_error(st.error)
+            for s, st in enumerate(states):
+                if st.info["counters"] is not None:
+                    self._counters[s] = st.info["counters"]
+            self._states = states
+            if states[0].halted:
+                self._frontiers = states[0].frontiers
                 return
-            last_frontiers = frontiers
-
-    def _global_frontiers(self, inputs: dict, sent_to: dict) -> list:
-        caps: dict = {i: list(f) for i, f in inputs.items()}
-        queued: dict = {}
-        for s, (c, q) in self._stamps.items():
-            for i, ts in c.items():
-                caps.setdefault(i, []).extend(ts)
-            for k, ts in _merge_queued(q, sent_to.get(s, {})).items():
-                queued.setdefault(k, []).extend(ts)
-        return self.plan.frontiers_of(caps, queued)
+            view = View({s: summary(st.info) for s, st in enumerate(states)}, self.plan,
+                        self.shards, inputs, states[0].frontiers, False)
+            if view.done:
+                self._frontiers = view.frontiers
+                return
+            length *= 2
 
     # -- what front-door objects read ----------------------------------------------
     def operators(self, node: Any) -> list:
@@ -285,7 +247,7 @@ class BSPEngine:
         return [u for part in self.fetch(node, "updates") for u in part]
 
     def frontier(self, node: Any) -> tuple | None:
-        """The input frontiers of `node` after the last superstep (None before)."""
+        """The input frontiers of `node` after the last run (None before)."""
         frontiers = getattr(self, "_frontiers", None)
         i = self.index.get(id(node)) if frontiers is not None else None
         # None too for a node added since the last successful run (`grow`).
@@ -299,21 +261,28 @@ class BSPEngine:
             return read_since([], cursor)   # not compiled yet: nothing captured
         return read_since(self.fetch(node, "journal"), cursor)
 
+    def tally(self) -> dict:
+        """What the shards tallied so far (`superstep.TALLY`), summed over shards."""
+        states = getattr(self, "_states", [])
+        return {name: sum(st.tally[k] for st in states) for k, name in enumerate(TALLY)}
 
 
-def run_step_safely(index: int, state: Worker | None, incoming: list, plan: Plan,
-                    ctx: dict, shards: int) -> tuple[Any, list, dict]:
-    """`step_shard`, with a `DataflowError` turned into an info the driver re-raises."""
-    try:
-        return step_shard(index, state, incoming, plan, ctx, shards)
-    except DataflowError as exc:
-        # Pickling drops __cause__ (the user's original exception): carry it along.
-        cause = exc.__cause__
-        try:
-            payload = dumps((exc, cause))
-        except Exception:  # noqa: BLE001 - an unpicklable user exception
-            payload = dumps((exc, RuntimeError(repr(cause))))
-        return None, [], {"shard": index, "error": payload}
+def open_worker(log: ShardLog, token: Any, resident: Resident, settle: bool = False) -> Worker:
+    """Shard `token`'s worker to read, found as a superstep finds it, kept there;
+    with `settle`, its undo records dropped first (to pickle it)."""
+    loaded = log.load(token, resident, replay, undo=undo)
+    began = loaded.began
+    if settle:
+        loaded.worker.commit()
+        began = None
+    resident.keep(token, loaded.worker, began)
+    return loaded.worker
+
+
+def read_op(worker: Worker, i: int, attr: Any) -> Any:
+    """`getattr` of (or `attr` called on) operator `i` of a shard's worker."""
+    op = worker.ops[0][i]
+    return attr(op) if callable(attr) else getattr(op, attr)
 
 
 class _OpView:
@@ -334,71 +303,65 @@ class _OpView:
 
 
 class InProcessShards(BSPEngine):
-    """The BSP driver with its shards in this process, pickled between supersteps
-    exactly as a Spark partition would hold them."""
+    """The BSP driver with its shards run in this process, as Spark would run them.
 
-    def _create(self, blobs: list[bytes]) -> None:
-        self._blobs = list(blobs)
-        self._unpickled: dict[int, tuple[bytes, Worker]] = {}
+    Each superstep of a shard runs in one of `processes` simulated processes, picked
+    at random (seeded by the superstep, so runs repeat): each keeps its own resident
+    workers, as a Spark executor's Python workers do, and a shard landing where its
+    worker is stale or absent catches up from the log or is rebuilt from its base,
+    which is pickled, as are the logged supersteps (re-running the user functions of
+    the supersteps replayed, as Spark re-runs tasks: with `processes` > 1 they must
+    be deterministic).  The log compacts often, so every shard's state is pickled
+    now and then."""
+
+    def __init__(self, shards: int | None = None, *, chain: int = 4, processes: int = 1,
+                 max_entries: int = 8) -> None:
+        super().__init__(shards, chain=chain)
+        self.processes = [Resident() for _ in range(positive_int(processes, "processes"))]
+        self.max_entries = positive_int(max_entries, "max_entries")
+        self._pending: list = []
 
     def _default_shards(self) -> int:
         return 2
 
-    def _superstep(self, messages: list, ctx: dict) -> tuple[list, list]:
-        inbox: dict = {}
-        for dest, m in messages:
-            inbox.setdefault(dest, []).append(m)
-        infos, out = [], []
-        for s in range(self.shards):
-            incoming = inbox.get(s, [])
-            state = None if is_idle(s, incoming, ctx) else pickle.loads(self._blobs[s])
-            new, msgs, info = run_step_safely(s, state, incoming, self.plan, ctx, self.shards)
-            if new is not None:
-                self._blobs[s] = dumps(new)
-            infos.append(info)
-            out.extend(msgs)
-        return infos, out
+    def _make_log(self) -> ShardLog:
+        return ShardLog(MemoryStore(), self.uid, max_entries=self.max_entries,
+                        min_base_bytes=0)
 
-    def _checkpoint(self) -> Any:
-        return list(self._blobs)
+    def _process(self, version: int, shard: int) -> Resident:
+        return self.processes[random.Random(version * 7919 + shard).randrange(
+            len(self.processes))]
 
-    def _rollback(self, handle: Any) -> None:
-        self._blobs = list(handle)
+    def _job(self, start: list | None, stages: list[Stage]) -> list[ShardState]:
+        self.jobs += 1
+        records = self._pending if start is None else start
+        for stage in stages:
+            inbox: dict = {s: [] for s in range(self.shards)}
+            for r in records:
+                inbox[r[0]].append(r)
+            records = [out for s in range(self.shards)
+                       for out in shard_superstep(s, inbox[s], stage,
+                                                  self._process(stage.version, s))]
+        self._pending = records
+        return sorted((r[1][1] for r in records if r[1][0] == "S"),
+                      key=lambda st: st.token.shard)
 
-    def fetch(self, node: Any, attr: str) -> list:
+    def _end_run(self) -> None:
+        self._pending = []
+
+    def fetch(self, node: Any, attr: Any) -> list:
+        # A copy, as from Spark: a value read must not change with the next run.
         i = self.index[id(node)]
-        return [getattr(self._shard(s).ops[0][i], attr) for s in range(self.shards)]
+        return [pickle.loads(dumps(read_op(self._worker(s), i, attr)))
+                for s in range(self.shards)]
 
-    def _shard(self, s: int) -> Worker:
-        """Shard `s` unpickled, once per state: reads between two steps (every capture,
-        every `at`) share one copy instead of each unpickling every shard."""
-        blob = self._blobs[s]
-        cached = self._unpickled.get(s)
-        if cached is None or cached[0] is not blob:
-            cached = self._unpickled[s] = (blob, pickle.loads(blob))
-        return cached[1]
+    def _worker(self, s: int, settle: bool = False) -> Worker:
+        return open_worker(self._log, self._states[s].token, self.processes[0], settle)
 
     def _blobs_now(self) -> list[bytes]:
-        return list(self._blobs)
-
-
-def dumps(obj: Any) -> bytes:
-    """Pickle with cloudpickle when available (user lambdas), else plain pickle."""
-    try:
-        from pyspark import cloudpickle
-    except ImportError:  # pragma: no cover - pyspark is a dependency
-        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        return [dumps(self._worker(s, settle=True)) for s in range(self.shards)]
 
 
 def _identity(x: Any) -> Any:
     return x
 
-
-def _merge_queued(queued: dict, extra: dict) -> dict:
-    if not extra:
-        return queued
-    out = {k: list(v) for k, v in queued.items()}
-    for k, ts in extra.items():
-        out.setdefault(k, []).extend(ts)
-    return out

@@ -1,53 +1,68 @@
-"""The Spark engine: the same operators, their state sharded by key across Spark partitions.
+"""The Spark engine: the same operators, their state sharded by key across Spark tasks.
 
 Layout (measured on a 2-core machine: any PySpark job that runs Python costs ~80-100 ms,
-a shuffle then `mapPartitions` ~200 ms, so there is one job per superstep, never one per
-operator or per loop round; `benchmarks/bench_spark.py` reports jobs and seconds per step):
+a shuffle then `mapPartitions` ~120-200 ms; `benchmarks/bench_spark_state.py` reports
+jobs, supersteps and bytes persisted per change):
 
-* One record per shard, `(shard, ("S", blob))`: the shard's `Worker` (every
-  operator's traces and buffers for the keys `shard_of` gives it), pickled with
-  cloudpickle, in a persisted RDD partitioned by shard id.
-* One Spark job per *superstep*: `state.union(messages)` (both partitioned by the same
-  partition function object, so the union is narrow: PySpark has no zipPartitions),
-  then `mapPartitionsWithIndex(step)`.  Each shard runs passes locally until nothing
-  more can happen without other shards (a key-local fixpoint finishes inside one
-  task: see `ddflow.engine.bsp.step_shard`); records bound for another shard leave
-  as `(dest, ("M", ...))` and go through `partitionBy` to the next superstep.
-* The driver receives only a small summary per shard (`"I"`): capabilities and
-  message times (for progress tracking), counters, whether anything moved.  It
-  computes the next frontiers and stops when nothing moved and they stand still.
-* A shard with no messages and no work passes its blob through without unpickling.
-* Recovery: lineage plus a checkpoint every `checkpoint_every` supersteps.  Messages
-  are delivered sorted by (source shard, sequence), so a recomputed task after an
-  executor loss rebuilds exactly the same state.
-* Errors: a `DataflowError` in a task (user function, convergence) comes back to the
-  driver as a record; the driver restores the state RDD of the step's start, gives
-  the sessions their updates back and re-raises it, as the local engine does.
-
+* **Supersteps** (`ddflow.engine.bsp`, `ddflow.engine.superstep`): each shard's task
+  runs its `Worker`'s pass loop until nothing more can happen without other shards
+  (a key-local fixpoint finishes inside one task), then sends its messages `"M"` to
+  their shards, its progress summary `"P"` to every shard and its state record
+  `"S"` to itself.  Every shard works out the same global frontiers and the same
+  verdict from the summaries, so supersteps chain as shuffle stages
+  (`partitionBy(shards, by_shard)` then `mapPartitionsWithIndex`) in **one Spark
+  job**, with one action at the end that brings the `"S"` records to the driver.
+  A run's first job chains `chain` supersteps, each next one twice as many: the
+  jobs per change grow with the log of its supersteps, not with its loop rounds.
+* **State resident on the executors** (`ddflow.engine.shard_log`): the `"S"` record
+  is a token, a few hundred bytes; the worker stays deserialized in the Python
+  worker process that ran it (`RESIDENT`) and is used in place when the next
+  superstep lands there.  What a superstep persists is its log entry (the messages
+  and progress it received, the size of the change), under `checkpoint_dir`; each
+  shard's log is compacted into a full checkpoint now and then.  A task that lands
+  in another process (Spark promises no affinity; an executor was lost; Spark
+  retired an idle Python worker) catches a stale copy up by replaying the entries
+  it missed, or rebuilds the worker from the last full checkpoint and the entries.
+* **Recovery**: within a job, Spark's lineage (tasks are deterministic: messages are
+  delivered sorted by source and sequence, so a recomputed superstep writes the
+  same entry and reaches the same state); between runs there is no lineage at all,
+  the driver keeps the tokens.  Nothing is cached between runs; while a run goes on,
+  only its last job's result (the next job starts from it).
+* A shard with no messages, nothing queued and no frontier change is not loaded.
+* Errors: a `DataflowError` in a task (user function, convergence) travels in the
+  summaries; every shard stops, the driver goes back to the tokens of the step's
+  start, gives the sessions their updates back and re-raises it, as the local
+  engine does; the copies that started the step undo it in place.
 * Inputs from DataFrames never pass through the driver: `spark_io` checks and shards
   the rows on the executors and hands them over with `feed_rdd`; the next run counts
   their minimal times as in flight and unions them into its first superstep.
+  Outputs are read where they are (`shard_rdd`, `captured_rdd`, `captured_since`).
 * Operations (`spark_session`): the session (the user's, honoured, or one made with
   `conf`), executors registered within `executor_timeout`, running the driver's
   Python and the driver's code, a checkpoint directory of the engine's own (shared,
-  for a cluster master); `stop()` unpersists what the engine cached and removes its
-  files; `_sweeping` keeps the cached RDDs to what `_held_rdds` lists.
+  for a cluster master: the shard logs are written there by the executors' Python,
+  so it must be a directory they mount); `stop()` unpersists what the engine cached
+  and removes its files; `_sweeping` keeps the cached RDDs to what `_held_rdds` lists.
 
 pyspark is imported only by the Spark engine's modules (this one, `spark_io`,
-`spark_session`, and `bsp.dumps` for cloudpickle), and only when they run, never at
-import time.
+`spark_session`, and `superstep.dumps` for cloudpickle), and only when they run,
+never at import time.
 """
+
 
 from __future__ import annotations
 
+import functools
+import gc
 import logging
-import pickle
 import time
 from typing import Any, Iterable
 
 from ddflow.arguments import nonnegative_int, positive_seconds
 from ddflow.capture import journal_since, read_since
-from ddflow.engine.bsp import BSPEngine, dumps, is_idle, run_step_safely
+from ddflow.engine.bsp import BSPEngine, open_worker, read_op
+from ddflow.engine.shard_log import RESIDENT, DirectoryStore, ShardLog
+from ddflow.engine.superstep import ShardState, Stage, dumps, shard_superstep
 from ddflow.errors import EngineUnavailableError
 
 log = logging.getLogger("ddflow.spark")
@@ -56,7 +71,7 @@ log = logging.getLogger("ddflow.spark")
 def by_shard(key: int) -> int:
     """The partition function of every shard-keyed RDD.  One module-level object:
     Spark recognises equal partitioners by the identity of this function, and only
-    then is a union of state and messages narrow."""
+    then is a union of the driver's records and fed inputs narrow."""
     return key
 
 
@@ -65,43 +80,86 @@ def by_shard(key: int) -> int:
 from ddflow.engine.spark_session import (  # noqa: E402
     CheckpointDir, ExecutorSetup, Temporary, check_environment, make_session)
 
+#: `checkpoint_every=0`: a shard's log is compacted only once it outweighs its base.
+_NO_COUNT = 1 << 62
 
-# -- the task ----------------------------------------------------------------------
 
-def _task(index: int, records: Iterable, plan: Any, ctx: dict, shards: int) -> Iterable:
-    """One Spark task: one shard's superstep (`ddflow.engine.bsp.step_shard`)."""
-    blob = None
-    incoming = []
-    for _key, value in records:
-        if value[0] == "S":
-            blob = value[1]
-        else:
-            incoming.append(value[1])
-    if is_idle(index, incoming, ctx):
-        state = None
-    else:
-        state = pickle.loads(blob)
-    new, messages, info = run_step_safely(index, state, incoming, plan, ctx, shards)
-    yield (index, ("S", blob if new is None else dumps(new)))
-    for dest, m in messages:
-        yield (dest, ("M", m))
-    yield (index, ("I", info))
+# -- the tasks ---------------------------------------------------------------------
+#: Tasks between two full collections of this Python worker's frozen objects.
+_FULL_COLLECTION_EVERY = 500
+_tasks_run = 0
+
+
+def _task(stage: Stage, index: int, records: Iterable) -> Iterable:
+    """One Spark task: shard `index`'s superstep (`superstep.shard_superstep`), its
+    worker kept in this Python worker process (`shard_log.RESIDENT`)."""
+    yield from shard_superstep(index, records, stage, RESIDENT)
+    _settle_heap()
+
+
+def _settle_heap() -> None:
+    """Move what this process holds now out of the cyclic collector's sight.
+
+    The resident workers are millions of long-lived objects, and every full
+    collection walked them all and found nothing (measured at 100k edges: 388 full
+    collections, none collecting an object, 193 s of a 5-minute run; a dropped
+    worker leaves no cycle, refcounting frees it).  `gc.freeze` spares them; a full
+    collection now and then still reclaims any cycle a user function left."""
+    global _tasks_run
+    _tasks_run += 1
+    if _tasks_run % _FULL_COLLECTION_EVERY == 0:
+        gc.unfreeze()
+        gc.collect()
+    gc.freeze()
+
+
+def _records(records: list) -> list:
+    return records
 
 
 def _is_state(r: tuple) -> bool:
     return r[1][0] == "S"
 
 
-def _is_msg(r: tuple) -> bool:
-    return r[1][0] == "M"
+def _payload(r: tuple) -> Any:
+    return r[1][1]
 
 
-def _messages_only(records: Iterable) -> Iterable:
-    return (r for r in records if r[1][0] == "M")
+def _each_shard(log: ShardLog, records: Any, settle: bool, tokens: Iterable) -> Iterable:
+    """`records(worker)` of each shard whose token comes in, its worker loaded as a
+    superstep loads it (and kept; `settle`: without undo records)."""
+    for token in tokens:
+        yield from records(open_worker(log, token, RESIDENT, settle))
+    _settle_heap()
 
 
-def _is_info(r: tuple) -> bool:
-    return r[1][0] == "I"
+def _keyed(transform: Any, worker: Any) -> list:
+    return [(worker.shards[0], transform(worker))]
+
+
+class _Reader:
+    """A picklable `worker -> value`: operator `i`'s `attr`, or the pickled worker."""
+
+    def __init__(self, i: int | None = None, attr: Any = None) -> None:
+        self.i, self.attr = i, attr
+
+    def __call__(self, worker: Any) -> Any:
+        return dumps(worker) if self.i is None else read_op(worker, self.i, self.attr)
+
+
+def _forget(uid: str, _: Any) -> Iterable:
+    RESIDENT.drop(uid)
+    return []
+
+
+def _captured(i: int, worker: Any) -> list:
+    return worker.ops[0][i].updates
+
+
+def _journal_part(i: int, entries: Any, worker: Any) -> Any:
+    shard = worker.shards[0]
+    return journal_since(worker.ops[0][i].journal,
+                         entries[shard] if entries is not None else None)
 
 
 class _Fed:
@@ -122,32 +180,6 @@ def _fed_messages(records: Iterable, node: int, feed: int) -> Iterable:
         yield dest, ("M", (-2, (feed << 32) + k, node, 0, updates))
 
 
-def _shard_worker(records: Iterable) -> Any:
-    for _key, value in records:
-        if value[0] == "S":
-            return pickle.loads(value[1])
-    return None
-
-
-def _captured(records: Iterable, node: int) -> Iterable:
-    worker = _shard_worker(records)
-    if worker is not None:
-        yield from worker.ops[0][node].updates
-
-
-def _journal_part(index: int, records: Iterable, node: int, entries: Any) -> Iterable:
-    worker = _shard_worker(records)
-    if worker is not None:
-        yield index, journal_since(worker.ops[0][node].journal,
-                                   entries[index] if entries is not None else None)
-
-
-def _fetch(index: int, records: Iterable, node: int, attr: str) -> Iterable:
-    for _key, value in records:
-        if value[0] == "S":
-            yield (index, getattr(pickle.loads(value[1]).ops[0][node], attr))
-
-
 class SparkEngine(BSPEngine):
     """Run a dataflow on Spark: `Dataflow(engine=SparkEngine(spark=session))`.
 
@@ -160,10 +192,15 @@ class SparkEngine(BSPEngine):
       settings cannot change.
     * `shards`: default Spark's default parallelism (one shard per executor core is
       what the measurements favour).
-    * `checkpoint_dir`: where recovery checkpoints go, a directory the driver and
-      every executor reach; required for a master that is not `local...`.  The
-      engine works in its own subdirectory there and removes it at `stop()`.
-    * `checkpoint_every`: supersteps between checkpoints (0: never).
+    * `checkpoint_dir`: where the shards' logs and full checkpoints go, a directory
+      the driver and every executor mount (the executors' Python writes there);
+      required for a master that is not `local...`.  The engine works in its own
+      subdirectory there and removes it at `stop()`.
+    * `checkpoint_every`: a shard's log is compacted into a full checkpoint after at
+      most this many logged supersteps (sooner once it outweighs the last one; 0:
+      only then).
+    * `chain`: supersteps in a run's first Spark job; each next job of the run chains
+      twice as many.
     * `ship_code`: add the project to the executors with `addPyFile`; default for
       a cluster master, and for a local one whose executors cannot import it.
     * `connect_timeout`: seconds to wait for a `spark://` master to answer;
@@ -176,10 +213,11 @@ class SparkEngine(BSPEngine):
     """
 
     def __init__(self, spark: Any = None, *, master: str = "local[2]", conf: dict | None = None,
-                 shards: int | None = None, checkpoint_every: int = 10,
+                 shards: int | None = None, checkpoint_every: int = 1000,
                  checkpoint_dir: str | None = None, ship_code: bool | None = None,
-                 connect_timeout: float = 5.0, executor_timeout: float = 120.0) -> None:
-        super().__init__(shards)
+                 connect_timeout: float = 5.0, executor_timeout: float = 120.0,
+                 chain: int = 4) -> None:
+        super().__init__(shards, chain=chain)
         self.checkpoint_every = nonnegative_int(checkpoint_every, "checkpoint_every")
         self.connect_timeout = positive_seconds(connect_timeout, "connect_timeout")
         self.executor_timeout = positive_seconds(executor_timeout, "executor_timeout")
@@ -196,10 +234,7 @@ class SparkEngine(BSPEngine):
         self.master = master
         self.conf = dict(conf or {})
         self.checkpoint_dir = checkpoint_dir
-        self.jobs = 0
-        self._state = None
-        self._previous = None
-        self._keep = None
+        self._last = None               # the last job's result, while its run goes on
         self._owned = spark is None
         self._temporary = Temporary()
         self._setup = ExecutorSetup(ship_code, self.executor_timeout)
@@ -209,7 +244,7 @@ class SparkEngine(BSPEngine):
         self._mine: set[int] = set()    # ids of the cached RDDs this engine made
         self._feeding: list = []        # those the running step consumes
 
-    _log = log
+    _logger = log
 
     # -- session ---------------------------------------------------------------
     @property
@@ -240,18 +275,28 @@ class SparkEngine(BSPEngine):
         return self._checkpoints.path if self._checkpoints else None
 
     def stop(self) -> None:
-        """Release what the engine holds: its cached RDDs and its checkpoint directory;
-        and the session, if the engine made it.  (A project zip shipped to the
-        executors belongs to the session, in Spark's files directory: it goes with it.)"""
-        if self._spark is not None and self._spark.sparkContext._jsc is not None:
+        """Release what the engine holds: its cached RDDs, the shards its executors
+        keep, its checkpoint directory (the shards' logs); and the session, if the
+        engine made it.  (A project zip shipped to the executors belongs to the
+        session, in Spark's files directory: it goes with it.)"""
+        alive = self._spark is not None and self._spark.sparkContext._jsc is not None
+        if alive:
             for rdd in self._held_rdds():
                 rdd.unpersist()
             cached = self._spark.sparkContext._jsc.getPersistentRDDs()
             for rdd_id in self._mine:
                 if cached.get(rdd_id) is not None:
                     cached.get(rdd_id).unpersist(False)
+            if not self._owned and self.index:
+                # Best effort: the executors' Python workers that run this job let go
+                # of the shards they keep (the others drop them when Spark retires
+                # them, or as other engines' shards push them out).
+                sc = self._spark.sparkContext
+                sc.parallelize(range(self.shards), self.shards).foreachPartition(
+                    functools.partial(_forget, self.uid))
+                self.jobs += 1
         self._mine = set()
-        self._state = self._previous = self._keep = None
+        self._last = None
         self._fed, self._feeding = [], []
         if self._checkpoints is not None:
             self._checkpoints.remove()
@@ -263,11 +308,12 @@ class SparkEngine(BSPEngine):
         self._prepared = False
 
     def _held_rdds(self) -> list:
-        """Every RDD this engine still needs cached (the state, what a rollback needs,
-        inputs fed for the next run).  `_sweeping` unpersists the engine's others, so
-        whatever the supersteps cache must be listed here while it is needed."""
-        held = [self._state, self._previous, self._keep]
-        held += [f.rdd for f in self._fed + self._feeding]
+        """Every RDD this engine still needs cached (the last job's result while its
+        run goes on, inputs fed for the next run).  `_sweeping` unpersists the
+        engine's others, so whatever the jobs cache must be listed here while it is
+        needed.  Between runs nothing of the shards is cached: the driver holds
+        their tokens."""
+        held = [self._last] + [f.rdd for f in self._fed + self._feeding]
         return list({id(r): r for r in held if r is not None}.values())
 
     def _prepare(self) -> None:
@@ -282,8 +328,13 @@ class SparkEngine(BSPEngine):
         self._setup.prepare(sc, self._temporary)
         if self._checkpoints is None:
             self._checkpoints = CheckpointDir(sc, self.checkpoint_dir, self._temporary)
-        if self.checkpoint_every:
-            sc.setCheckpointDir(self._checkpoints.path)
+        if not self._checkpoints._local:
+            path, self._checkpoints = self._checkpoints.path, self._checkpoints.remove()
+            raise EngineUnavailableError(
+                f"checkpoint_dir {path!r}: the shards' logs are written by the executors' "
+                "Python with plain file I/O, so they need a directory every machine "
+                "mounts (NFS, a cluster file system), not a Hadoop URI such as hdfs:// "
+                "or s3a://")
         self.jobs += 1
         self._prepared = True
         log.info("Spark engine ready on %s: %d executor Python worker(s) checked, "
@@ -312,7 +363,7 @@ class SparkEngine(BSPEngine):
         updates}`; `persisted` the cached RDD it derives from (default `rdd`).  The
         next `run()` counts those times as in flight to their shards, hands the
         chunks to them in its first superstep (a narrow union with the driver's
-        messages), and unpersists the RDD once the step succeeded; a failed step
+        records), and unpersists the RDD once the step succeeded; a failed step
         keeps them for the next run.  `ddflow.engine.spark_io` feeds DataFrames so.
         """
         self._fed.append(_Fed(session, rdd, stamps, count, persisted or rdd))
@@ -336,8 +387,7 @@ class SparkEngine(BSPEngine):
 
     def _sweeping(self, action: Any) -> None:
         """Run `action`, then unpersist every RDD this engine persisted and no longer
-        holds (`_held_rdds`): whatever the superstep machinery caches, a dataflow
-        keeps only its current state cached, not a copy per step."""
+        holds (`_held_rdds`)."""
         sc = self.spark.sparkContext
         before = set(sc._jsc.getPersistentRDDs().keySet())
         try:
@@ -357,35 +407,26 @@ class SparkEngine(BSPEngine):
         return [(self.index[id(f.session.node)], dest, times)
                 for f in self._feeding for dest, times in f.stamps.items()]
 
-    def _with_fed(self, messages: Any) -> Any:
-        if not self._feeding:
-            return messages
-        sc = self.spark.sparkContext
-        parts = []
-        if messages:
-            parts.append(sc.parallelize([(d, ("M", m)) for d, m in messages], self.shards)
-                         .partitionBy(self.shards, by_shard))
-        for n, fed in enumerate(self._feeding):
-            i = self.index[id(fed.session.node)]
-            parts.append(fed.rdd.mapPartitions(
-                lambda it, i=i, n=n: _fed_messages(it, i, n), preservesPartitioning=True))
-        union = parts[0]
-        for part in parts[1:]:
-            union = union.union(part)
-        return union
+    def _fed_parts(self) -> list:
+        """The inputs fed for the run starting (`feed_rdd`) as its first superstep's
+        messages `(shard, ("M", (src, seq, node, 0, updates)))`, partitioned by
+        `by_shard` (their times go to `_fed_stamps`)."""
+        return [fed.rdd.mapPartitions(
+                    functools.partial(_fed_messages, node=self.index[id(fed.session.node)],
+                                      feed=n), preservesPartitioning=True)
+                for n, fed in enumerate(self._feeding)]
 
     # -- outputs read where they are ------------------------------------------------
     def captured_rdd(self, node: Any) -> Any:
         """Every update `node`'s capture recorded, as an RDD of `(data, time, diff)`
         built on the executors (not consolidated across shards)."""
-        i = self.index[id(node)]
-        return self._live_state().mapPartitions(lambda it: _captured(it, i))
+        self._live()
+        return self.shard_rdd(functools.partial(_captured, self.index[id(node)]))
 
-    def _live_state(self) -> Any:
-        if self._state is None:
+    def _live(self) -> None:
+        if self.index and self._checkpoints is None:
             raise EngineUnavailableError("the Spark engine was stopped: the shards and what "
                                          "they captured are gone (read before stop())")
-        return self._state
 
     def captured_since(self, node: Any, cursor: Any) -> tuple[list, Any, bool]:
         """As `BSPEngine.captured_since`, but each shard sends only the updates its
@@ -393,12 +434,10 @@ class SparkEngine(BSPEngine):
         the step captured, not the history."""
         if id(node) not in self.index:
             return read_since([], cursor)
+        self._live()
         i = self.index[id(node)]
         entries = cursor if cursor is not None and len(cursor) == self.shards else None
-        got = dict(self._live_state().mapPartitionsWithIndex(
-            lambda s, it: _journal_part(s, it, i, entries)).collect())
-        self.jobs += 1
-        parts = [got[s] for s in range(self.shards)]
+        parts = self._read_shards(functools.partial(_journal_part, i, entries))
         new_cursor = tuple(entry for _ups, entry in parts)
         if entries is None:
             return [u for ups, _e in parts for u in ups], new_cursor, True
@@ -407,66 +446,70 @@ class SparkEngine(BSPEngine):
             return read_since(self.fetch(node, "journal"), None)
         return [u for ups, _e in parts for u in ups], new_cursor, False
 
-    # -- the executor: shard states in a persisted RDD ------------------------------
-    def _create(self, blobs: list[bytes]) -> None:
-        sc = self.spark.sparkContext
-        records = [(s, ("S", b)) for s, b in enumerate(blobs)]
-        self._state = sc.parallelize(records, self.shards).partitionBy(self.shards, by_shard)
-        self._state.persist()
+    # -- the executors: shard workers resident, logged to the checkpoint directory ---
+    def _make_log(self) -> ShardLog:
+        return ShardLog(DirectoryStore(self._checkpoints.path), self.uid,
+                        max_entries=self.checkpoint_every or _NO_COUNT)
 
-    def _superstep(self, messages: Any, ctx: dict) -> tuple[list, Any]:
-        sc = self.spark.sparkContext
-        if isinstance(messages, list):      # injected by the driver (session updates)
-            messages = (sc.parallelize([(d, ("M", m)) for d, m in messages], self.shards)
-                        .partitionBy(self.shards, by_shard) if messages else None)
-        source = self._state if messages is None else self._state.union(messages)
-        plan, shards = self.plan, self.shards
-        res = source.mapPartitionsWithIndex(lambda i, it: _task(i, it, plan, ctx, shards),
-                                            preservesPartitioning=True)
-        res.persist()
-        if self.checkpoint_every and (self.supersteps + 1) % self.checkpoint_every == 0:
-            res.checkpoint()
-        infos = [v[1] for _k, v in res.filter(_is_info).collect()]
+    def _job(self, start: list | None, stages: list[Stage]) -> list[ShardState]:
+        """One Spark job: the supersteps chained as shuffle stages (every superstep's
+        records go to their shards with `partitionBy`), one action at the end that
+        brings back the shards' states.  The result stays cached while the run goes
+        on: the next job of the run starts from it."""
+        rdd = self._last if start is None else self._start(start)
+        for k, stage in enumerate(stages):
+            if k or start is None:
+                rdd = rdd.partitionBy(self.shards, by_shard)
+            rdd = rdd.mapPartitionsWithIndex(functools.partial(_task, stage))
+        rdd.persist()
+        states = rdd.filter(_is_state).map(_payload).collect()
         self.jobs += 1
-        if any("error" in i for i in infos):
-            res.unpersist()
-            return infos, None
-        if self._previous is not None and self._previous is not self._keep:
-            self._previous.unpersist()
-        self._previous = res
-        self._state = res.filter(_is_state)
-        sent = any(i.get("sent") for i in infos)
-        # `res` carries the shard partitioner (true of its state records), so
-        # partitionBy would believe the messages already placed and skip the shuffle:
-        # drop the partitioner first, then shuffle them to their destinations.
-        out = (res.mapPartitions(_messages_only, preservesPartitioning=False)
-               .partitionBy(self.shards, by_shard) if sent else None)
-        return infos, out
+        self._end_run()
+        self._last = rdd
+        return sorted(states, key=lambda st: st.token.shard)
 
-    def _checkpoint(self) -> Any:
-        self._keep = self._previous
-        return (self._state, self._previous)
+    def _start(self, records: list) -> Any:
+        """The records of a run's first superstep, partition `s` holding those for
+        shard `s`: the driver's (no shuffle: one element per partition, a list),
+        joined by a narrow union with inputs already on the executors
+        (`_fed_parts`), if any (then the driver's go through `partitionBy`)."""
+        sc = self.spark.sparkContext
+        fed = self._fed_parts()
+        if fed:
+            rdd = sc.parallelize(records, self.shards).partitionBy(self.shards, by_shard)
+            for part in fed:
+                rdd = rdd.union(part)
+            return rdd
+        by_dest: list[list] = [[] for _ in range(self.shards)]
+        for r in records:
+            by_dest[r[0]].append(r)
+        return sc.parallelize(by_dest, self.shards).flatMap(_records)
 
-    def _rollback(self, handle: Any) -> None:
-        self._state, self._previous = handle
+    def _end_run(self) -> None:
+        if self._last is not None:
+            self._last.unpersist()
+            self._last = None
 
-    def _release(self, handle: Any) -> None:
-        self._keep = None
+    def shard_rdd(self, records: Any, settle: bool = False) -> Any:
+        """An RDD of what `records(worker)` yields on every shard (one task per shard,
+        its worker found as a superstep finds it): how an output is read where it
+        is, say `lambda w: w.ops[0][i].updates` for a capture's updates."""
+        sc = self.spark.sparkContext
+        tokens = [st.token for st in self._states]
+        return sc.parallelize(tokens, self.shards).mapPartitions(
+            functools.partial(_each_shard, self._log, records, settle))
+
+    def _read_shards(self, transform: Any, settle: bool = False) -> list:
+        """`transform(worker)` of every shard, one Spark job."""
+        got = dict(self.shard_rdd(functools.partial(_keyed, transform), settle).collect())
+        self.jobs += 1
+        return [got[s] for s in range(self.shards)]
+
+    def fetch(self, node: Any, attr: Any) -> list:
+        """`getattr(op, attr)` (or `attr(op)`) of `node`'s operator on every shard
+        (one Spark job)."""
+        self._live()
+        return self._read_shards(_Reader(self.index[id(node)], attr))
 
     def _blobs_now(self) -> list[bytes]:
-        got = dict(self._state.filter(_is_state).map(lambda r: (r[0], r[1][1])).collect())
-        self.jobs += 1
-        old = [self._state, self._previous]
-        self._previous = self._keep = None
-        for rdd in old:
-            if rdd is not None:
-                rdd.unpersist()
-        return [got[s] for s in range(self.shards)]
-
-    def fetch(self, node: Any, attr: str) -> list:
-        """`getattr(op, attr)` of `node`'s operator on every shard (one Spark job)."""
-        i = self.index[id(node)]
-        got = dict(self._state.mapPartitionsWithIndex(
-            lambda idx, it: _fetch(idx, it, i, attr)).collect())
-        self.jobs += 1
-        return [got[s] for s in range(self.shards)]
+        return self._read_shards(_Reader(), settle=True)

@@ -355,6 +355,12 @@ class ExecutorSetup:
         if self.shipped and os.path.basename(info["ddflow"]) == os.path.basename(self.shipped):
             return None         # imported from the zip made of the driver's files
         if info["fingerprint"] != _driver_fingerprint():
+            if os.path.realpath(info["ddflow"]) == os.path.realpath(_project_root()):
+                # Same directory, other contents: the source was edited (a checkout
+                # switched, a merge) after the driver imported it.
+                return (f"imports ddflow from the driver's own directory {info['ddflow']}, "
+                        "but its files changed after the driver imported them: restart "
+                        "the driver")
             return (f"imports another copy of ddflow (from {info['ddflow']}, the driver's "
                     f"is {_project_root()})")
         return None

@@ -7,6 +7,7 @@ multi-process cluster test lives in test_spark_cluster.py (its own driver proces
 from __future__ import annotations
 
 import gc
+import math
 import os
 import sys
 import tracemalloc
@@ -20,6 +21,7 @@ from ddflow.errors import EngineUnavailableError
 from ddflow.testing import evaluate
 from ddflow.updates import accumulate
 from tests.ddflow.engine.cases import CASES
+from tests.ddflow.engine.spark_jobs import spark_jobs
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
@@ -58,7 +60,7 @@ def test_spark_shards_hold_the_keys_the_local_workers_hold(spark):
     assert all(contents[True])          # both shards hold keys
 
 
-def test_spark_step_is_one_job_per_superstep_and_rolls_back(spark):
+def test_spark_step_chains_its_supersteps_in_one_job_and_rolls_back(spark):
     engine = SparkEngine(spark, shards=2)
     df = ddflow.Dataflow(engine=engine)
     s, c = df.new_collection("numbers")
@@ -67,9 +69,12 @@ def test_spark_step_is_one_job_per_superstep_and_rolls_back(spark):
     for x in (1, 2, 3):
         s.insert(x)
     s.advance_to(1)
-    df.run()
-    # One Spark job per superstep (plus the start-up probe), never one per operator.
-    assert engine.jobs == engine.supersteps + 1
+    with spark_jobs(spark) as jobs:
+        df.run()
+    # The supersteps of a step chain inside Spark jobs (4, then 8, ...; plus the
+    # start-up probe), never one job per superstep, operator or loop round.
+    assert jobs() == engine.jobs and 1 < engine.jobs <= engine.supersteps
+    assert jobs() - 1 <= math.ceil(math.log2(engine.supersteps / engine.chain + 1))
     before = (ok.updates, inv.updates)
     s.insert(0)
     s.advance_to(2)

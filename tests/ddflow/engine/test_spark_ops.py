@@ -36,27 +36,51 @@ def _cached(spark) -> int:
 
 @pytest.mark.slow
 def test_cached_rdds_stay_bounded_over_100_epochs_and_go_at_stop(spark):
-    """100 epochs: the dataflow keeps at most 2 cached RDDs (its state, and a
-    DataFrame input waiting for the next run), never a copy per step or per input;
-    after `stop()` none is left."""
+    """100 epochs: the dataflow keeps at most 2 cached RDDs (the last job's result
+    while its run goes on, and a DataFrame input waiting for the next run), never a
+    copy per step or per input, none of the shards between runs; its checkpoint
+    directory keeps a bounded number of files (the shards' logs, compacted); after
+    `stop()` no RDD and no file of it is left."""
     before = _cached(spark)
     engine = SparkEngine(spark, shards=2, checkpoint_every=10)
+    during: list[int] = []
+    job = engine._job
+
+    def counted_job(start, stages):
+        states = job(start, stages)
+        during.append(_cached(spark) - before)
+        return states
+    engine._job = counted_job
     df = ddflow.Dataflow(engine=engine)
     s, c = df.new_collection()
-    cap = c.capture()
-    most = 0
+    cap = c.map(lambda x: (x % 5, x)).capture()
+    most, files = 0, []
     for epoch in range(100):
+        # A run here takes 3 supersteps: one job of 3, or (every 10th) jobs of 1
+        # then 2, so that runs of several jobs are seen too.
+        engine.chain = 1 if epoch % 10 == 0 else 3
         if epoch % 25 == 0:
             s.insert_dataframe(spark.createDataFrame([(-epoch - 1,)], "x long"))
             most = max(most, _cached(spark) - before)
         s.insert(epoch)
         s.advance_to(epoch + 1)
         df.run()
-        most = max(most, _cached(spark) - before)
-    assert most <= 2, most
-    assert cap.at(99) == {x: 1 for x in list(range(100)) + [-e - 1 for e in range(0, 100, 25)]}
+        assert _cached(spark) == before           # nothing cached between runs
+        files.append(sum(len(f) for _d, _s, f in os.walk(engine.checkpoint_path)))
+    assert max([most] + during) <= 2 and len(during) >= 110, (most, during)
+    assert cap.at(99) == {(x % 5, x): 1
+                          for x in list(range(100)) + [-e - 1 for e in range(0, 100, 25)]}
+    # Per shard: a full checkpoint, and the entries of its log and of the one before
+    # (a log is compacted at the first superstep of a run once 10 long, so each
+    # holds up to 10 + 2 entries of a 3-superstep run).
+    assert max(files) <= 2 * (1 + 2 * 12), files
+    own = engine.checkpoint_path
+    tally = engine.tally()
     engine.stop()
-    assert _cached(spark) == before
+    assert _cached(spark) == before and not os.path.exists(own)
+    # The shards' workers were found where they ran or caught up, rebuilt only where
+    # a Python worker first met them.
+    assert tally["resident"] + tally["replayed"] > 150 >= tally["rebuilt"], tally
 
 
 def test_stop_leaves_no_ddflow_path_in_the_temp_dir(spark):
@@ -192,3 +216,15 @@ def test_a_users_own_session_gets_the_drivers_python_or_a_typed_error():
     assert r["bare_error"].startswith("ExecutorEnvironmentError")
     assert r["bare_python"] in r["bare_error"] and "No module named" in r["bare_error"]
     assert r["read_after_error"] == []
+
+
+def test_an_executor_seeing_edited_source_is_told_apart_from_another_copy(tmp_path):
+    """The probe's verdict when an executor's ddflow differs from the driver's: the
+    driver's own directory with other contents (edited after the driver imported it)
+    asks for a restart; another directory is named as another copy."""
+    from ddflow.engine.spark_session import ExecutorSetup, _project_root
+    setup = ExecutorSetup(None, 1.0)
+    edited = setup._wrong({"ddflow": str(_project_root()), "fingerprint": "not-the-driver's"})
+    assert "changed after the driver imported them" in edited and "restart" in edited
+    other = setup._wrong({"ddflow": str(tmp_path), "fingerprint": "not-the-driver's"})
+    assert "another copy" in other and str(tmp_path) in other
