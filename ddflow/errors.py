@@ -61,6 +61,12 @@ class ExecutorEnvironmentError(EngineUnavailableError):
     interpreter and what it said."""
 
 
+class StaleReadError(DataflowError):
+    """A lazy read of an engine's state (a DataFrame or RDD of a capture made with
+    `Capture.to_spark`) was evaluated after a later `run()` of its dataflow: it would
+    read shards that have moved on.  Build it again after the run you want to read."""
+
+
 class NotFinalError(DataflowError):
     """An output was read at a time that is not final yet: some input may still
     change it.  The message names the inputs to `advance_to` past the time (then

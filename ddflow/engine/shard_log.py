@@ -42,6 +42,7 @@ BSP engine).  Writes are atomic (a temporary name, then a rename).
 from __future__ import annotations
 
 import os
+import uuid
 import pickle
 import shutil
 from collections import OrderedDict
@@ -91,7 +92,9 @@ class DirectoryStore:
     def put(self, name: str, data: bytes) -> None:
         path = os.path.join(self.root, name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
+        # Unique per writer: a retried or speculative task may write the same name
+        # from another host of a shared mount at the same time.
+        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
         with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, path)       # a reader sees the whole file or none

@@ -52,9 +52,11 @@ never at import time.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import logging
+import pickle
 import time
 from typing import Any, Iterable
 
@@ -63,7 +65,7 @@ from ddflow.capture import journal_since, read_since
 from ddflow.engine.bsp import BSPEngine, open_worker, read_op
 from ddflow.engine.shard_log import RESIDENT, DirectoryStore, ShardLog
 from ddflow.engine.superstep import ShardState, Stage, dumps, shard_superstep
-from ddflow.errors import EngineUnavailableError
+from ddflow.errors import EngineUnavailableError, StaleReadError
 
 log = logging.getLogger("ddflow.spark")
 
@@ -125,12 +127,35 @@ def _payload(r: tuple) -> Any:
     return r[1][1]
 
 
-def _each_shard(log: ShardLog, records: Any, settle: bool, tokens: Iterable) -> Iterable:
+def _each_shard(log: ShardLog, records: Any, settle: bool, current: str | None,
+                tokens: Iterable) -> Iterable:
     """`records(worker)` of each shard whose token comes in, its worker loaded as a
-    superstep loads it (and kept; `settle`: without undo records)."""
+    superstep loads it (and kept; `settle`: without undo records).  `current`: the
+    store name of the driver's current versions, checked first by a read that may
+    be evaluated long after it was made (a DataFrame's lineage)."""
+    tokens = list(tokens)
+    if current is not None:
+        _require_current(log, current, tokens)
     for token in tokens:
         yield from records(open_worker(log, token, RESIDENT, settle))
     _settle_heap()
+
+
+def _require_current(log: ShardLog, current: str, tokens: list) -> None:
+    try:
+        versions = pickle.loads(log.store.get(current))
+    except (FileNotFoundError, KeyError):
+        raise EngineUnavailableError(
+            "this DataFrame reads a capture of a Spark engine that was stopped: its "
+            "shards are gone (materialize it, say with .cache() and .count(), before "
+            "stop())") from None
+    for token in tokens:
+        if versions[token.shard] != token.version:
+            raise StaleReadError(
+                f"this DataFrame was made from a capture before a later run() of its "
+                f"dataflow (shard {token.shard} is at superstep {versions[token.shard]}, "
+                f"the DataFrame read superstep {token.version}): make it again with "
+                f"capture.to_spark(spark) after the run whose answer you want")
 
 
 def _keyed(transform: Any, worker: Any) -> list:
@@ -240,6 +265,8 @@ class SparkEngine(BSPEngine):
         self._setup = ExecutorSetup(ship_code, self.executor_timeout)
         self._checkpoints: CheckpointDir | None = None
         self._prepared = False
+        self._stopped = False
+        self._current: str | None = None  # store name of the shards' versions, once read lazily
         self._fed: list = []            # DataFrame inputs on the executors, for the next run
         self._mine: set[int] = set()    # ids of the cached RDDs this engine made
         self._feeding: list = []        # those the running step consumes
@@ -279,6 +306,27 @@ class SparkEngine(BSPEngine):
         keep, its checkpoint directory (the shards' logs); and the session, if the
         engine made it.  (A project zip shipped to the executors belongs to the
         session, in Spark's files directory: it goes with it.)"""
+        self._stopped = True
+        try:
+            self._release_on_executors()
+        finally:
+            # Whatever the executors answered (they may be gone), the driver's side
+            # goes: the checkpoint directory, temporary files, an owned session.
+            self._mine = set()
+            self._last = None
+            self._fed, self._feeding = [], []
+            if self._checkpoints is not None:
+                self._checkpoints.remove()
+                self._checkpoints = None
+            try:
+                if self._owned and self._spark is not None:
+                    self._spark.stop()
+                    self._spark = None
+            finally:
+                self._temporary.remove()
+                self._prepared = False
+
+    def _release_on_executors(self) -> None:
         alive = self._spark is not None and self._spark.sparkContext._jsc is not None
         if alive:
             for rdd in self._held_rdds():
@@ -295,17 +343,6 @@ class SparkEngine(BSPEngine):
                 sc.parallelize(range(self.shards), self.shards).foreachPartition(
                     functools.partial(_forget, self.uid))
                 self.jobs += 1
-        self._mine = set()
-        self._last = None
-        self._fed, self._feeding = [], []
-        if self._checkpoints is not None:
-            self._checkpoints.remove()
-            self._checkpoints = None
-        if self._owned and self._spark is not None:
-            self._spark.stop()
-            self._spark = None
-        self._temporary.remove()
-        self._prepared = False
 
     def _held_rdds(self) -> list:
         """Every RDD this engine still needs cached (the last job's result while its
@@ -368,22 +405,41 @@ class SparkEngine(BSPEngine):
         """
         self._fed.append(_Fed(session, rdd, stamps, count, persisted or rdd))
 
+    def _not_stopped(self) -> None:
+        if self._stopped:
+            raise EngineUnavailableError("the Spark engine was stopped (stop()): its shards "
+                                         "and checkpoint directory are gone; make a new "
+                                         "engine and dataflow")
+
     def compile(self, df: Any) -> None:
+        self._not_stopped()
         self._sweeping(lambda: super(SparkEngine, self).compile(df))
 
     def grow(self, df: Any, growth: Any) -> None:
+        self._not_stopped()
         self._sweeping(lambda: super(SparkEngine, self).grow(df, growth))
 
     def run(self, df: Any) -> None:
+        self._not_stopped()
         self._feeding, self._fed = self._fed, []
         try:
             self._sweeping(lambda: super(SparkEngine, self).run(df))
         except BaseException:
             self._fed, self._feeding = self._feeding + self._fed, []
+            with contextlib.suppress(OSError):      # the run's own error is the one to see
+                self._mark_current()
             raise
         done, self._feeding = self._feeding, []
         for fed in done:
             fed.persisted.unpersist()
+        self._mark_current()
+
+    def _mark_current(self) -> None:
+        """Write the shards' versions where lazy reads check them (`_require_current`),
+        once any was made."""
+        if self._current is not None and self._checkpoints is not None:
+            self._log.store.put(self._current, pickle.dumps(
+                [st.token.version for st in self._states]))
 
     def _sweeping(self, action: Any) -> None:
         """Run `action`, then unpersist every RDD this engine persisted and no longer
@@ -421,12 +477,19 @@ class SparkEngine(BSPEngine):
         """Every update `node`'s capture recorded, as an RDD of `(data, time, diff)`
         built on the executors (not consolidated across shards)."""
         self._live()
-        return self.shard_rdd(functools.partial(_captured, self.index[id(node)]))
+        if self._current is None:
+            self._current = f"{self.uid}/current"
+            self._mark_current()
+        return self.shard_rdd(functools.partial(_captured, self.index[id(node)]),
+                              current=self._current)
 
     def _live(self) -> None:
-        if self.index and self._checkpoints is None:
+        if self._stopped:
             raise EngineUnavailableError("the Spark engine was stopped: the shards and what "
                                          "they captured are gone (read before stop())")
+        if self.index and self._checkpoints is None:
+            raise EngineUnavailableError("the Spark engine has not run this dataflow yet: "
+                                         "nothing is captured on its executors (run() first)")
 
     def captured_since(self, node: Any, cursor: Any) -> tuple[list, Any, bool]:
         """As `BSPEngine.captured_since`, but each shard sends only the updates its
@@ -461,7 +524,11 @@ class SparkEngine(BSPEngine):
             if k or start is None:
                 rdd = rdd.partitionBy(self.shards, by_shard)
             rdd = rdd.mapPartitionsWithIndex(functools.partial(_task, stage))
-        rdd.persist()
+        # Spilled rather than dropped under memory pressure: a lost result re-runs
+        # the previous job's last superstep, whose copies are then a step ahead and
+        # rebuilt from their logs.
+        from pyspark import StorageLevel
+        rdd.persist(StorageLevel.MEMORY_AND_DISK)
         states = rdd.filter(_is_state).map(_payload).collect()
         self.jobs += 1
         self._end_run()
@@ -490,14 +557,17 @@ class SparkEngine(BSPEngine):
             self._last.unpersist()
             self._last = None
 
-    def shard_rdd(self, records: Any, settle: bool = False) -> Any:
+    def shard_rdd(self, records: Any, settle: bool = False, current: str | None = None
+                  ) -> Any:
         """An RDD of what `records(worker)` yields on every shard (one task per shard,
         its worker found as a superstep finds it): how an output is read where it
-        is, say `lambda w: w.ops[0][i].updates` for a capture's updates."""
+        is, say `lambda w: w.ops[0][i].updates` for a capture's updates.  It reads
+        the shards as they are now; with `current` (see `captured_rdd`) its tasks
+        refuse, with `StaleReadError`, to run after a later `run()`."""
         sc = self.spark.sparkContext
         tokens = [st.token for st in self._states]
         return sc.parallelize(tokens, self.shards).mapPartitions(
-            functools.partial(_each_shard, self._log, records, settle))
+            functools.partial(_each_shard, self._log, records, settle, current))
 
     def _read_shards(self, transform: Any, settle: bool = False) -> list:
         """`transform(worker)` of every shard, one Spark job."""

@@ -8,6 +8,8 @@ against the local engine fed the same updates, at every time (accumulation law).
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -132,6 +134,65 @@ def test_capture_to_spark_is_built_on_the_executors(spark):
     with pytest.raises(ddflow.NotFinalError):
         cap.to_spark(spark, at=2)
     engine.stop()
+
+
+def test_a_capture_read_lazily_refuses_a_later_state_or_a_stopped_engine(spark):
+    """`captured_rdd` (what `to_spark` builds on) reads the shards when an action
+    runs.  A frame from `to_spark` runs its shuffle when it is made (Spark samples
+    it for a schema), so it keeps the answer of the run it was made after; an RDD
+    first evaluated after a later `run()` would read a newer state, so its tasks
+    refuse with `StaleReadError`; after `stop()` the shards are gone, and a run of
+    the stopped engine is refused too: typed errors, not a missing file."""
+    from ddflow.errors import EngineUnavailableError, StaleReadError
+    engine = SparkEngine(spark, shards=2, checkpoint_every=1)   # compaction at every run
+    df = ddflow.Dataflow(engine=engine)
+    s, c = df.new_collection()
+    cap = c.count().capture()
+    s.insert("a")
+    s.advance_to(1)
+    df.run()
+    frame = cap.to_spark(spark)
+    lazy = engine.captured_rdd(cap.node)        # made, not evaluated
+    for epoch in range(2, 5):           # runs that compact the logs both were made at
+        s.insert("a")
+        s.advance_to(epoch)
+        df.run()
+    assert [(tuple(r["data"]), r["time"], r["diff"]) for r in frame.collect()] == \
+        [(("a", 1), 0, 1)]
+    with pytest.raises(Exception) as stale:
+        lazy.collect()
+    assert StaleReadError.__name__ in str(stale.value) and "later run()" in str(stale.value)
+    assert sorted(engine.captured_rdd(cap.node).collect()) == sorted(cap.updates)
+    pending = engine.captured_rdd(cap.node)
+    engine.stop()
+    with pytest.raises(Exception) as gone:
+        pending.collect()
+    assert EngineUnavailableError.__name__ in str(gone.value) and "stopped" in str(gone.value)
+    s.insert("b")
+    s.advance_to(5)
+    with pytest.raises(EngineUnavailableError, match="stopped"):
+        df.run()
+
+
+def test_stop_cleans_the_driver_side_even_when_the_executors_fail(spark, monkeypatch):
+    """`stop()` whose executor-side release raises (executors gone) still removes the
+    checkpoint directory and the engine's temporary files, and says why it failed."""
+    engine = SparkEngine(spark, shards=2)
+    df = ddflow.Dataflow(engine=engine)
+    s, c = df.new_collection()
+    c.count().capture()
+    s.insert("a")
+    s.advance_to(1)
+    df.run()
+    path = engine.checkpoint_path
+    assert path is not None and os.path.isdir(path)
+
+    def executors_gone():
+        raise RuntimeError("executors lost")
+    monkeypatch.setattr(engine, "_release_on_executors", executors_gone)
+    with pytest.raises(RuntimeError, match="executors lost"):
+        engine.stop()
+    assert not os.path.exists(path) and engine.checkpoint_path is None
 
 
 def test_capture_to_spark_writes_product_times_as_structs(spark):
