@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from lattice import Antichain, Product, as_time, is_time, join, minimum
 from ddflow import arguments
-from ddflow.capture import Capture  # noqa: F401 - re-exported: ddflow.dataflow.Capture
+from ddflow.capture import Capture, CaptureOp  # noqa: F401 - re-exported from the front door
 from ddflow.errors import GraphError, StalledRunWarning, TimeError
 from ddflow.input import InputOp, InputSession
 from operators.base import Operator
