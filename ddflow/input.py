@@ -109,6 +109,53 @@ class InputSession:
             del self._pending[saved:]
             raise
 
+    def update_many(self, data: Any, diffs: Any = 1, times: Any = None) -> int:
+        """Change the counts of many records at once; returns how many were given.
+
+        `data` is a numpy array (1-D: one value per record; 2-D: a tuple per row),
+        a pandas DataFrame (a tuple per row, or the value of a one-column frame), or
+        a sequence of hashable records.  `diffs` is one diff or one per record;
+        `times` is None (the session's time), one time, or one per record (a numpy
+        int array for an int lattice, or any sequence of times).  Each column is
+        checked as a whole (`ddflow.bulk_input`); the first bad row is named in the
+        same typed error `update_at` raises (`DataError`, `TimeError`, `DiffError`),
+        and nothing is recorded unless every row passes.
+
+        >>> import numpy as np, ddflow
+        >>> df = ddflow.Dataflow(); s, c = df.new_collection("pairs")
+        >>> s.update_many(np.array([[1, 2], [3, 4]]), diffs=np.array([1, -1]), times=[0, 2])
+        2
+        >>> s.pending
+        [((1, 2), 0, 1), ((3, 4), 2, -1)]
+        >>> s.update_many([(5, 6), [7]])
+        Traceback (most recent call last):
+        ...
+        ddflow.errors.DataError: row 1: data must be hashable (unhashable type: 'list'); ...
+        """
+        from ddflow.bulk_input import diffs_of, records_of, times_of
+        self._check_open("update_many", None, None)
+        records = records_of(data, self.name)
+        n = len(records)
+        d = diffs_of(diffs, n, records, self.name)
+        t = times_of(times, n, self.time, records, self.name)
+        if type(t) is list:
+            new = list(zip(records, t, d)) if type(d) is list else [
+                (r, u, d) for r, u in zip(records, t)]
+        elif type(d) is list:
+            new = [(r, t, x) for r, x in zip(records, d)]
+        else:
+            new = [(r, t, d) for r in records]
+        self._pending.extend(new)
+        return n
+
+    def insert_many(self, data: Any, times: Any = None) -> int:
+        """`update_many(data, 1, times)`: one more copy of each record."""
+        return self.update_many(data, 1, times)
+
+    def remove_many(self, data: Any, times: Any = None) -> int:
+        """`update_many(data, -1, times)`: one copy less of each record."""
+        return self.update_many(data, -1, times)
+
     def insert_dataframe(self, frame: Any, time: str | None = None,
                          diff: str | None = None) -> int:
         """Add the rows of a Spark DataFrame as updates (see `ddflow.engine.spark_io`);
