@@ -127,7 +127,7 @@ class Arrange(Operator):
                     raise
                 raise self.unhashable(exc.message, exc.record, exc.time) from exc
             self.trace.insert(batch)
-            self.emit(_batch_updates(batch))
+            self.emit(batch.update_list())
         self._upper = frontier
 
     # -- readers and compaction ----------------------------------------------
@@ -245,7 +245,3 @@ def _lower_of(lower: Antichain, ready: list[Update], upper: Antichain) -> Antich
     if lower.is_empty() and ready:
         return Antichain([u[1] for u in ready] + list(upper.elements))
     return lower
-
-
-def _batch_updates(batch: Batch) -> list[Update]:
-    return [((k, v), t, r) for k, entries in batch.data.items() for v, t, r in entries]

@@ -38,6 +38,9 @@ from ddflow.algorithms import (bfs, connected_components, reachability, strongly
 from ddflow.testing import check_law, evaluate
 from lattice import Product as P
 
+# Every test here runs with batches in rows and in columns (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("both_layouts")
+
 # -- oracles on a plain edge set --------------------------------------------------
 
 
