@@ -20,7 +20,7 @@ import numpy as np
 
 from lattice import Antichain, advance_by
 from ddflow import columnar
-from ddflow.columnar import Columns, wants_columns
+from ddflow.columnar import Columns, wants_column_build, wants_columns
 from ddflow.diff import Diff, check_diff
 from ddflow.errors import BatchError, DataError
 
@@ -91,7 +91,7 @@ class Batch:
             raise BatchError(f"a batch's lower {lower!r} must precede its upper {upper!r}")
         if not isinstance(updates, (list, tuple)):
             updates = list(updates)
-        if wants_columns(len(updates)):
+        if wants_column_build(len(updates)):
             batch = _from_columns(updates, lower, upper, since)
             if batch is not None:
                 return batch
