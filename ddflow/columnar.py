@@ -82,6 +82,14 @@ def wants_columns(n: int) -> bool:
     return t is not None and n >= t and n > 0
 
 
+def wants_column_join(n: int) -> bool:
+    """Whether a join should pair a delta of `n` updates with a trace's columnar
+    batches by the vectorized kernel: its fixed cost (~50 us a batch) is that of
+    ~30-50 per-record lookups, so from 1/32 of the merge threshold."""
+    t = _threshold
+    return t is not None and n >= t // 32 and n > 0
+
+
 def wants_column_build(n: int) -> bool:
     """Whether a batch built from `n` update triples should try columns."""
     t = _threshold
@@ -169,10 +177,16 @@ def _encode_times(times: Sequence[Any], n: int) -> tuple[np.ndarray, bool] | Non
         if types == {int}:
             return np.array(times, dtype=np.int64).reshape(n, 1), False
         if types == {Product}:
-            flat = list(chain.from_iterable(times))
+            # Few distinct times: check and convert each once, then index.
+            distinct = dict.fromkeys(times)
+            flat = list(chain.from_iterable(distinct))
             if set(map(type, flat)) != {int}:
                 return None
-            return np.array(flat, dtype=np.int64).reshape(n, 2), True
+            table = np.array(flat, dtype=np.int64).reshape(len(distinct), 2)
+            if len(distinct) == 1:
+                return np.repeat(table, n, axis=0), True
+            index = {t: i for i, t in enumerate(distinct)}
+            return table[np.array(list(map(index.__getitem__, times)), dtype=np.int64)], True
     except OverflowError:
         return None
     return None
@@ -190,11 +204,33 @@ def encode(updates: Sequence[tuple], sort: bool = True) -> Columns | None:
         return None
     if len(kvs) != n or set(map(type, kvs)) != {tuple} or set(map(len, kvs)) != {2}:
         return None
+    keys, vals = zip(*kvs)
+    return _encode_parts(keys, vals, times, diffs, n, sort)
+
+
+def encode_records(updates: Sequence[tuple]) -> Columns | None:
+    """Columns of unkeyed `(data, time, diff)` triples (the data as the key, the
+    value `()`), consolidated; None when they are not all plain."""
+    n = len(updates)
+    if not n:
+        return None
+    try:
+        data, times, diffs = zip(*updates)
+    except (TypeError, ValueError):
+        return None
+    if len(data) != n:
+        return None
+    return _encode_parts(data, None, times, diffs, n, True)
+
+
+def _encode_parts(keys: Sequence[Any], vals: Sequence[Any] | None, times: Sequence[Any],
+                  diffs: Sequence[Any], n: int, sort: bool) -> Columns | None:
     if set(map(type, diffs)) != {int}:
         return None
-    keys, vals = zip(*kvs)
     k = _encode_col(keys, n)
-    v = _encode_col(vals, n) if k is not None else None
+    if k is None:
+        return None
+    v = (np.empty((n, 0), dtype=np.int64), 0) if vals is None else _encode_col(vals, n)
     t = _encode_times(times, n) if v is not None else None
     if t is None:
         return None
@@ -240,13 +276,31 @@ def consolidate(c: Columns) -> Columns:
     """Sort by (key, val, time), sum the diffs of equal rows, drop zeros."""
     n = len(c)
     cols = c.sort_columns()
-    order = np.lexsort(cols[::-1]) if cols else np.arange(n)
+    order = _sort_order(cols, n)
     cols = [x[order] for x in cols]
     starts = _run_starts(cols, n)[:-1]
     diffs = np.add.reduceat(c.diffs[order], starts) if n else c.diffs
     keep = diffs != 0
     idx = order[starts[keep]]
     return _take(c, idx, diffs[keep])
+
+
+def _sort_order(cols: list[np.ndarray], n: int) -> np.ndarray:
+    """The permutation sorting the rows lexicographically by `cols`: one sort of a
+    composite int64 key when the columns' ranges multiply below 2^62 (the usual
+    case), else `lexsort` (one sort pass per column)."""
+    if not cols or n < 2:
+        return np.arange(n)
+    composite = np.zeros(n, dtype=np.int64)
+    span = 1
+    for c in cols:
+        lo, hi = int(c.min()), int(c.max())
+        width = hi - lo + 1
+        span *= width
+        if span >= 1 << 62:
+            return np.lexsort(cols[::-1])
+        composite = composite * width + (c - lo)
+    return np.argsort(composite, kind="stable")
 
 
 def advance(times: np.ndarray, frontier: np.ndarray) -> np.ndarray:
@@ -291,10 +345,14 @@ def _decode_col(a: np.ndarray, shape: int) -> list:
 
 
 def decode_times(c: Columns) -> list:
-    if not c.product:
-        return c.times[:, 0].tolist()
+    return _times_list(c.times, c.product)
+
+
+def _times_list(times: np.ndarray, product: bool) -> list:
+    if not product:
+        return times[:, 0].tolist()
     # Few distinct times: build each `Product` once.
-    uniq, inv = np.unique(c.times, axis=0, return_inverse=True)
+    uniq, inv = np.unique(times, axis=0, return_inverse=True)
     objs = [Product(o, i) for o, i in uniq.tolist()]
     return [objs[j] for j in inv.reshape(-1).tolist()]
 
@@ -315,6 +373,43 @@ def updates(c: Columns) -> list[tuple]:
     """The batch as `((key, val), time, diff)` triples, in column order."""
     return list(zip(zip(_decode_col(c.keys, c.kshape), _decode_col(c.vals, c.vshape)),
                     decode_times(c), c.diffs.tolist()))
+
+
+def entered(c: Columns) -> Columns:
+    """The columns with every int time `t` read as `Product(t, 0)` (a trace of the
+    enclosing scope read inside a loop)."""
+    if c.product:
+        raise ValueError("entering columns whose times are already Products")
+    times = np.zeros((len(c), 2), dtype=np.int64)
+    times[:, 0] = c.times[:, 0]
+    return Columns(c.keys, c.vals, times, c.diffs, c.kshape, c.vshape, True)
+
+
+def join_updates(delta: Columns, other: Columns, flipped: bool, sign: int,
+                 kind: str) -> tuple[list, int]:
+    """The `join` / `semijoin` outputs of delta rows against another side's columns:
+    `((k, (a, b)), t, r)` or `((k, a), t, r)`, where `a` is the left value (the
+    delta's unless `flipped`), `t` the lattice join, `r` the product of the diffs
+    times `sign`; and the number of pairs (the other side's rows read)."""
+    li, ri, times, diffs = join_pairs(delta, other)
+    n = len(li)
+    if not n:
+        return [], 0
+    keys = _decode_col(delta.keys[li], delta.kshape)
+    left, right = (other, ri) if flipped else (delta, li)
+    a = _decode_col(left.vals[right], left.vshape)
+    t = _times_list(times, delta.product)
+    r = (diffs * sign).tolist() if sign != 1 else diffs.tolist()
+    if kind == "semijoin":
+        return list(zip(zip(keys, a), t, r)), n
+    (rc, rix) = (delta, li) if flipped else (other, ri)
+    b = _decode_col(rc.vals[rix], rc.vshape)
+    return list(zip(zip(keys, zip(a, b)), t, r)), n
+
+
+def records(c: Columns) -> list[tuple]:
+    """Unkeyed columns (`encode_records`) back to `(data, time, diff)` triples."""
+    return list(zip(_decode_col(c.keys, c.kshape), decode_times(c), c.diffs.tolist()))
 
 
 def join_pairs(left: Columns, right: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray,
@@ -349,7 +444,8 @@ def _key_codes(left: Columns, right: Columns) -> tuple[np.ndarray, np.ndarray]:
     return codes[:len(left.keys)], codes[len(left.keys):]
 
 
-__all__ = ["Columns", "encode", "encode_frontier", "consolidate", "advance",
+__all__ = ["Columns", "encode", "encode_records", "records", "entered", "join_updates", "encode_frontier", "consolidate", "advance",
            "in_advance_of", "merge", "decode", "updates", "join_pairs", "columnar",
            "columnar_min", "set_columnar_min", "wants_columns", "wants_column_build",
+           "wants_column_join",
            "COLUMNAR_MIN", "BUILD_FACTOR"]
