@@ -28,6 +28,7 @@ from lattice.antichain import in_advance
 from operators.base import Operator, Update
 from ddflow.updates import consolidate_unsorted
 from operators.undo import UndoDict
+from ddflow import columnar
 from ddflow.errors import DataError
 from ddflow.key_history import KeyHistory
 from ddflow.progress import ENTER
@@ -192,6 +193,14 @@ class EnteredTrace:
 
     def get(self, key: Any) -> list:
         return [(v, Product(t, 0), r) for v, t, r in self.arrangement.trace.get(key)]
+
+    def column_view(self) -> tuple[list, Any]:
+        """`Trace.column_view` of the outer trace, times entered."""
+        cols, get = self.arrangement.trace.column_view()
+        if not cols:
+            return [], self.get
+        return ([columnar.entered(c) for c in cols],
+                lambda key: [(v, Product(t, 0), r) for v, t, r in get(key)])
 
     def key_histories(self, key: Any, floor: Any) -> list[KeyHistory]:
         entries = self.get(key)
