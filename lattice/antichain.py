@@ -24,8 +24,7 @@ from typing import Any, Iterable, Iterator
 import attrs
 from sortedcontainers import SortedKeyList
 
-from lattice import join, less_equal, sort_key
-from lattice.product import Product
+from lattice.order import Product, join, less_equal, sort_key
 from lattice.errors import TimeError
 
 
