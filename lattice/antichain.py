@@ -108,7 +108,7 @@ class Antichain:
         return hash(self.elements)
 
     @classmethod
-    def _trusted(cls, elements: tuple) -> Antichain:
+    def trusted(cls, elements: tuple) -> Antichain:
         """An antichain from elements already minimal and in `sort_key` order (for
         images under an order-embedding, like entering a scope or adding a round)."""
         a = object.__new__(cls)
