@@ -434,6 +434,9 @@ class Circuit:
     # -- compiled helpers ----------------------------------------------------------------
     def add_operator(self, name: str, inputs: list, collection: Any, form: str,
                   label: str | None = None) -> Stream:
+        """A node of the catalogue (`ddflow.circuit.catalogue`): an operator `name`
+        over `inputs`, computed by the engine `collection`, in `form` (delta or
+        integral), drawn as `label`."""
         self._check_own(*inputs)
         node = Node(self, "operator", name, inputs)
         node.label = label or name
@@ -443,6 +446,8 @@ class Circuit:
 
     def add_trace_operator(self, name: str, inputs: list, collection: Any, lag: int,
                         timed: bool = True, label: str | None = None) -> TraceStream:
+        """As `add_operator`, for an operator whose output is a `TraceStream` (`lag`
+        and `timed` as it takes them)."""
         self._check_own(*inputs)
         node = Node(self, "operator", name, inputs)
         node.label = label or name
@@ -534,6 +539,7 @@ class Circuit:
         self._started = True
 
     def nested_circuits(self) -> Iterable[Circuit]:
+        """This circuit and every circuit nested in it, depth first."""
         yield self
         for node in self.nodes:
             if node.child is not None:
