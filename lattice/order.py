@@ -57,12 +57,16 @@ def mismatch(a: Any, b: Any) -> TimeError:
         f"and {b!r} ({type(b).__name__})")
 
 
-def _not_a_time(a: Any, method: str) -> TimeError | None:
-    """A `TimeError` if `a` lacks the lattice method `method`, else None."""
-    if getattr(type(a), method, None) is None:
-        return TimeError(f"not a time: {a!r} ({type(a).__name__}) is neither an int "
-                         f"nor a lattice (it has no {method}())")
-    return None
+def _not_a_time(a: Any, method: str, exc: AttributeError) -> Exception:
+    """What to raise when calling the lattice method `method` of `a` raised `exc`: a
+    `TimeError` if `a` has no such method (it is not a time), else `exc` itself (the
+    method's own error)."""
+    if getattr(type(a), method, None) is not None:
+        return exc
+    err = TimeError(f"not a time: {a!r} ({type(a).__name__}) is neither an int "
+                    f"nor a lattice (it has no {method}())")
+    err.__suppress_context__ = True     # as `raise err from None`
+    return err
 
 
 def less_equal(a: Any, b: Any) -> bool:
@@ -84,11 +88,8 @@ def less_equal(a: Any, b: Any) -> bool:
             return ao <= bo and ai <= bi
     try:
         return a.less_equal(b)
-    except AttributeError:
-        err = _not_a_time(a, "less_equal")
-        if err is None:
-            raise
-        raise err from None
+    except AttributeError as exc:
+        raise _not_a_time(a, "less_equal", exc)
 
 
 def less_than(a: Any, b: Any) -> bool:
@@ -112,11 +113,8 @@ def join(a: Any, b: Any) -> Any:
         return a if a >= b else b
     try:
         return a.join(b)
-    except AttributeError:
-        err = _not_a_time(a, "join")
-        if err is None:
-            raise
-        raise err from None
+    except AttributeError as exc:
+        raise _not_a_time(a, "join", exc)
 
 
 def meet(a: Any, b: Any) -> Any:
@@ -131,11 +129,8 @@ def meet(a: Any, b: Any) -> Any:
         return a if a <= b else b
     try:
         return a.meet(b)
-    except AttributeError:
-        err = _not_a_time(a, "meet")
-        if err is None:
-            raise
-        raise err from None
+    except AttributeError as exc:
+        raise _not_a_time(a, "meet", exc)
 
 
 def minimum(t: Any) -> Any:
@@ -150,11 +145,8 @@ def minimum(t: Any) -> Any:
         raise TimeError(f"minimum() needs an instance of {t.__name__} to know its shape")
     try:
         return t.minimum()
-    except AttributeError:
-        err = _not_a_time(t, "minimum")
-        if err is None:
-            raise
-        raise err from None
+    except AttributeError as exc:
+        raise _not_a_time(t, "minimum", exc)
 
 
 def sort_key(t: Any) -> Any:
@@ -167,11 +159,8 @@ def sort_key(t: Any) -> Any:
         return t
     try:
         return t.sort_key()
-    except AttributeError:
-        err = _not_a_time(t, "sort_key")
-        if err is None:
-            raise
-        raise err from None
+    except AttributeError as exc:
+        raise _not_a_time(t, "sort_key", exc)
 
 
 def same_lattice(a: Any, b: Any) -> bool:
