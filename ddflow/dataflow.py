@@ -74,7 +74,6 @@ class Dataflow(Graph):
         #: Work done by operators since dropped (`drop`): `total_work` keeps counting
         #: it, so the total never goes down when a piece is taken away.
         self._retired_work = 0
-        self._loops = 0
 
     @property
     def compiled(self) -> bool:
