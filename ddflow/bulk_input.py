@@ -11,8 +11,8 @@ same error class `InputSession.update_at` raises for it (`DataError`, `TimeError
 batch leaves the session as it was.
 
 It leaves out where updates go (the session's pending list) and the row-at-a-time
-checks (`ddflow.input.checked_update`, which the sequence path reuses per distinct
-time).  numpy is imported here only, when bulk input is used.
+checks (`ddflow.updates.checked_update`).  `InputSession.update_many` imports this
+module when bulk input is first used.
 """
 
 from __future__ import annotations
