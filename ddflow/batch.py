@@ -224,7 +224,7 @@ def _check_columns(b: Batch) -> None:
 
 
 def _merge_columns(batches: list[Batch], since: Antichain | None) -> Batch | None:
-    """`_merge` by the columnar kernels, or None if some batch is not plain (or the
+    """`merge_batches` by the columnar kernels, or None if some batch is not plain (or the
     layouts differ)."""
     parts = []
     for b in batches:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from ddflow import columnar
-from ddflow.batch import Batch, _merge
+from ddflow.batch import Batch, merge_batches
 from ddflow.errors import BatchError
 from ddflow.updates import consolidate
 from lattice import Antichain, Product, advance_by, join
@@ -70,7 +70,7 @@ def test_batches_and_merges_agree_with_rows(data, layout, cuts):
         with columnar.columnar(threshold):
             lo = Antichain([Product(0, 0) if product else 0])
             batches = [Batch.from_updates(c, lo, Antichain()) for c in chunks]
-            merged = _merge(batches, since)
+            merged = merge_batches(batches, since)
             for b in (*batches, merged):
                 b._check()
             results[name] = ([_rows(b) for b in batches], _rows(merged))
