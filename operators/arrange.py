@@ -194,7 +194,8 @@ class EnteredTrace:
     def column_view(self) -> tuple[list, Any]:
         """`Trace.column_view` of the outer trace, times entered."""
         cols, get = self.arrangement.trace.column_view()
-        if not cols:
+        if not cols or any(c.product for c in cols):
+            # Entered Product times are nested Products: not plain, so rows.
             return [], self.get
         return ([columnar.entered(c) for c in cols],
                 lambda key: [(v, Product(t, 0), r) for v, t, r in get(key)])
