@@ -138,6 +138,9 @@ def _parser() -> _Parser:
                      help="where to run (default local)")
     run.add_argument("--workers", type=_count(1), default=1,
                      help="simulated workers of the local engine (default 1)")
+    run.add_argument("--progress", action="store_true",
+                     help="draw each epoch's run() as a progress line of rounds and "
+                          "records on standard error")
 
     bench = sub.add_parser("bench", help="run the benchmarks and print their tables")
     bench.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
@@ -211,9 +214,11 @@ def _main(argv: Sequence[str] | None) -> int:
         try:
             if datalog:
                 return run_datalog(args.program, args.facts, args.changes,
-                                   engine=args.engine, workers=args.workers)
+                                   engine=args.engine, workers=args.workers,
+                                   progress=args.progress)
             return run_algorithm(args.algorithm, args.edges, args.changes, roots=args.roots,
-                                 engine=args.engine, workers=args.workers)
+                                 engine=args.engine, workers=args.workers,
+                                 progress=args.progress)
         except DataflowError as exc:
             print(f"ddflow run: {exc}", file=sys.stderr)
             return 2
@@ -274,8 +279,10 @@ def _engine(name: str) -> Any:
 
 def run_algorithm(algorithm: str, edges_path: str, changes_path: str | None = None, *,
                   roots: Sequence[str] | None = None, engine: str = "local",
-                  workers: int = 1, out: Callable[[str], Any] = print) -> int:
-    """`ddflow run`: parse both files whole, then feed epoch by epoch and print.
+                  workers: int = 1, out: Callable[[str], Any] = print,
+                  progress: Any = False) -> int:
+    """`ddflow run`: parse both files whole, then feed epoch by epoch and print
+    (`progress`: what `Dataflow.run` takes, a progress line per epoch).
 
     Raises `InputFormatError` (nothing applied) on a malformed file, and
     `EngineUnavailableError` when the engine or a needed module is missing.
@@ -315,8 +322,8 @@ def run_algorithm(algorithm: str, edges_path: str, changes_path: str | None = No
                 e_in.update_at(edge, epoch, diff)
             e_in.advance_to(epoch + 1)
             r_in.advance_to(epoch + 1)
-            df.run()
-            now = [u for u in captured.updates if u[1] == epoch]
+            df.run(progress=progress)
+            now = captured.changes(epoch)
             out(f"epoch {epoch}: {counted(len(now), 'change')}")
             for data, _t, diff in now:
                 sign = "+" if diff > 0 else "-"
@@ -330,8 +337,8 @@ def run_algorithm(algorithm: str, edges_path: str, changes_path: str | None = No
 
 
 def run_datalog(program_path: str, facts_dir: str, changes_path: str | None = None, *,
-                engine: str = "local", workers: int = 1, out: Callable[[str], Any] = print
-                ) -> int:
+                engine: str = "local", workers: int = 1, out: Callable[[str], Any] = print,
+                progress: Any = False) -> int:
     """`ddflow run datalog`: read the program and the facts whole, then feed epoch by
     epoch and print each derived relation's changes as `+ name(a, b)` / `- name(a, b)`.
 
@@ -375,9 +382,8 @@ def run_datalog(program_path: str, facts_dir: str, changes_path: str | None = No
                     sessions[name].update_at(fact, epoch, diff)
             for session in sessions.values():
                 session.advance_to(epoch + 1)
-            df.run()
-            now = [(name, u) for name, cap in captures.items() for u in cap.updates
-                   if u[1] == epoch]
+            df.run(progress=progress)
+            now = [(name, u) for name, cap in captures.items() for u in cap.changes(epoch)]
             out(f"epoch {epoch}: {counted(len(now), 'change')}")
             for name, (data, _t, diff) in now:
                 sign = "+" if diff > 0 else "-"

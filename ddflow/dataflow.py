@@ -231,8 +231,12 @@ class Dataflow:
                              "over the collections it read", operator=scope.name)
 
     # -- running -------------------------------------------------------------
-    def run(self) -> None:
+    def run(self, progress: Any = False) -> None:
         """Do all the work the input frontiers allow.
+
+        `progress=True` draws a `rich` progress line of the run's rounds (scheduler
+        passes: a loop's back edge starts the next) and records moved, on standard
+        error; a `rich.console.Console` draws it there (`ddflow.run_progress`).
 
         On any error the step is rolled back and the sessions keep their updates, so
         nothing is lost and nothing is half-applied.
@@ -268,7 +272,12 @@ class Dataflow:
             self._mark_running()
         stalled = [s for s in self.sessions
                    if s._pending and not s.closed and s.frontier() == s._ran_at]
-        self.engine.run(self)
+        if progress is not False and progress is not None:
+            from ddflow.run_progress import RunProgress
+            with RunProgress(self.engine, None if progress is True else progress):
+                self.engine.run(self)
+        else:
+            self.engine.run(self)
         time = self.root.minimum
         for s in self.sessions:
             s._ran_at = s.frontier()

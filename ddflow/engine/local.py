@@ -89,6 +89,17 @@ class LocalEngine:
         """Node visits so far (a node visited on W workers counts once)."""
         return self._worker.visits if self._worker else 0
 
+    @property
+    def routed(self) -> int:
+        """Records moved along edges so far."""
+        return self._worker.routed if self._worker else 0
+
+    def observe(self, on_pass: Any) -> None:
+        """Call `on_pass(passes, routed)` at the start of every pass of the runs to
+        come (None: stop): what `Dataflow.run(progress=True)` draws."""
+        if self._worker is not None:
+            self._worker.on_pass = on_pass
+
     def operators(self, node: Any) -> list:
         """The operator instances of `node`, one per worker ([] before the first run)."""
         i = self._index.get(id(node))

@@ -62,6 +62,9 @@ class Worker:
         self.passes = 0
         self.visits = 0
         self.routed = 0
+        #: Called with `(passes, routed)` at the start of every pass (a progress
+        #: display, `LocalEngine.observe`); None: nobody is watching.
+        self.on_pass: Callable[[int, int], Any] | None = None
         self._load(plan, ops)
 
     def _load(self, plan: Plan, ops: Sequence[Sequence[Any]]) -> None:
@@ -188,6 +191,8 @@ class Worker:
                 scheduled.discard(i)
                 if i < last:
                     self.passes += 1
+                    if self.on_pass is not None:
+                        self.on_pass(self.passes, self.routed)
                 last = i
                 self._visit(i)
             # What the last visits changed is pushed lazily: at the next visit (so a
