@@ -142,14 +142,18 @@ class Dataflow:
     default), `Product(0, 0)` for a partially ordered root, or any user lattice's
     minimum.  `workers=W` simulates W workers with keys sharded by `shard_of`.
     `fuse=False` keeps adjacent linear operators apart (to compare).
+    `timing=True` has the engine measure each operator's CPU time (`metrics()`'s
+    `cpu_ns`; `logging()` turns it on too).
     """
 
     def __init__(self, time: Any = 0, *, workers: int = 1, engine: Any = None,
-                 fuse: bool = True) -> None:
+                 fuse: bool = True, timing: bool = False) -> None:
         from ddflow.engine.local import LocalEngine
         time = _root_time(time)
         if type(fuse) is not bool:
             raise GraphError(f"fuse must be True or False, not {fuse!r}")
+        if type(timing) is not bool:
+            raise GraphError(f"timing must be True or False, not {timing!r}")
         self.time = time
         self.nodes: list[Node] = []
         self.sessions: list[InputSession] = []
@@ -176,6 +180,9 @@ class Dataflow:
         self._retired_work = 0
         self._arrangement_log: list | None = None
         self._loops = 0
+        self._logging: Any = None       # ddflow.introspection.Logging, once asked for
+        if timing:
+            self._time_operators()
 
     # -- building ------------------------------------------------------------
     def new_collection(self, name: str | None = None) -> tuple[InputSession, Any]:
@@ -270,8 +277,11 @@ class Dataflow:
             self._ran = len(self.nodes)
             self._dropping = False
             self._mark_running()
+        logging = self._logging
         stalled = [s for s in self.sessions
-                   if s._pending and not s.closed and s.frontier() == s._ran_at]
+                   if s._pending and not s.closed and s.frontier() == s._ran_at
+                   and not (logging is not None and logging.is_logging(s))]
+        started = self.root.minimum if self.time_ran is None else self.time_ran
         if progress is not False and progress is not None:
             from ddflow.run_progress import RunProgress
             with RunProgress(self.engine, None if progress is True else progress):
@@ -280,8 +290,14 @@ class Dataflow:
             self.engine.run(self)
         time = self.root.minimum
         for s in self.sessions:
-            s._ran_at = s.frontier()
             time = join(time, s.time)
+        if logging is not None:
+            # The run's activity, logged at the time it started from, then run
+            # through whatever reads the logging collections.
+            logging.record(started, time)
+            self.engine.run(self)
+        for s in self.sessions:
+            s._ran_at = s.frontier()
         self.time_ran = time
         if stalled:
             names = ", ".join(f"{s.name!r} (at {s.time!r})" for s in stalled)
@@ -343,8 +359,29 @@ class Dataflow:
         self.run()
 
     # -- observing -------------------------------------------------------------
+    def logging(self) -> Any:
+        """The engine's activity as collections, updated at every `run()` at the time
+        the run started from: `.operators`, `.activity`, `.traces`, `.frontiers` (see
+        `ddflow.introspection`).  Made once (later calls return the same), and it
+        turns on the measuring of each operator's CPU time."""
+        if self._logging is None:
+            from ddflow.introspection import Logging
+            self._time_operators()
+            with self._building():
+                self._logging = Logging(self)
+        return self._logging
+
+    def _time_operators(self) -> None:
+        time_operators = getattr(self.engine, "time_operators", None)
+        if time_operators is not None:
+            time_operators(True)
+
     def metrics(self, per_worker: bool = False) -> list[dict]:
-        """Work counters per operator (summed over workers unless `per_worker`)."""
+        """Work counters per operator (summed over workers unless `per_worker`):
+        `records_in`, `records_out`, `batches_out`, `work`, `times_visited`, `cpu_ns`
+        (CPU time in its hooks, measured on engines that time operators once asked:
+        `Dataflow(timing=True)` or `logging()`; else 0), and the sizes of the traces
+        it owns: `trace_records`, `trace_batches`, `trace_times` (distinct times)."""
         rows = []
         for node in self.nodes:
             shards = list(enumerate(self.engine.operators(node)))
@@ -357,7 +394,15 @@ class Dataflow:
                 for key in ("records_in", "records_out", "batches_out", "work",
                             "times_visited"):
                     row[key] = sum(getattr(op, key) for _w, op in group)
+                # Measured and sized where the engine hands over the operators
+                # themselves; an engine reporting counters from elsewhere (the BSP
+                # shards' views) has no clock or traces here: 0.
+                row["cpu_ns"] = sum(getattr(op, "cpu_ns", 0) for _w, op in group)
                 row["trace_records"] = sum(op.trace_records() for _w, op in group)
+                traces = [tr for _w, op in group
+                          for tr in getattr(op, "traces", tuple)()]
+                row["trace_batches"] = sum(tr.batch_count() for tr in traces)
+                row["trace_times"] = sum(tr.time_count() for tr in traces)
                 rows.append(row)
         return rows
 
