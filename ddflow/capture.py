@@ -334,6 +334,20 @@ class Capture:
         self._undrained = {}
         return out
 
+    def explain(self, record: Any, time: Any = None) -> Any:
+        """Why is `record` in this output at `time` (None: the latest final time)?
+        An `Explanation` (`ddflow.explain`): per input, the records, with their
+        multiplicities at `time`, that reproduce `record` with its multiplicity there,
+        found by walking the dataflow backward from it; `check()` replays them."""
+        from ddflow.explain import explain, latest_final
+        self._check_live()
+        if time is None:
+            time = latest_final(self)
+        time = self._check_time(time)
+        if not self.is_final(time):
+            raise self._not_final(time)
+        return explain(self, record, time)
+
     def to_spark(self, spark: Any, at: Any = None) -> Any:
         """The updates as a Spark DataFrame (columns data, time, diff); with `at`, the
         accumulation at that final time (columns data, count).  On the Spark engine
