@@ -100,15 +100,16 @@ def cone(node: Any) -> list:
     return [n for n in node.dataflow.nodes if id(n) in seen]
 
 
-def replicate(capture: Capture, contents: dict[str, dict], *, observe: bool
+def replicate(target: Any, contents: dict[str, dict], *, observe: bool
               ) -> tuple[Any, dict[int, Capture]]:
-    """A fresh dataflow holding a copy of `capture`'s cone, its inputs fed `contents`
-    (`{input name: {data: multiplicity}}`) at the least time and closed, and run.
-    With `observe`, every copied node has a capture of its own (in loops too).
-    Returns the copy and `{id(original node): capture of its copy}`."""
+    """A fresh dataflow holding a copy of the cone of node `target` (a capture's, or
+    any collection's), its inputs fed `contents` (`{input name: {data: multiplicity}}`)
+    at the least time and closed, and run.  With `observe`, every copied node has a
+    capture of its own (in loops too), else `target` alone.  Returns the copy and
+    `{id(original node): capture of its copy}`."""
     from ddflow.dataflow import Dataflow, Node, Scope
-    original = capture.dataflow
-    nodes = cone(capture.node)
+    original = target.dataflow
+    nodes = cone(target)
     for n in nodes:
         for stage in getattr(n, "stages", ()):
             if stage[0] in _TIMED_STAGES:
@@ -145,7 +146,7 @@ def replicate(capture: Capture, contents: dict[str, dict], *, observe: bool
             for p in n.inputs:
                 made[id(n)].inputs.append(made[id(p)])
                 made[id(p)].consumers.append((made[id(n)], 0))
-    watched = nodes if observe else [capture.node]
+    watched = nodes if observe else [target]
     caps: dict[int, Capture] = {}
     for n in watched:
         target = made[id(n)]
@@ -165,17 +166,26 @@ def replicate(capture: Capture, contents: dict[str, dict], *, observe: bool
 
 def replay(capture: Capture, contents: dict[str, dict]) -> dict:
     """`capture`'s output at the least time of a fresh copy fed only `contents`."""
-    copy, caps = replicate(capture, contents, observe=False)
+    copy, caps = replicate(capture.node, contents, observe=False)
     return caps[id(capture.node)].at(copy.root.minimum)
+
+
+def contents_at(node: Any, time: Any) -> dict:
+    """The accumulation at `time` of any collection of the root scope (its node):
+    read from the input itself, or from a copy of its cone fed the inputs there."""
+    if node.kind == "input":
+        return input_contents(node, time)[node.name]
+    copy, caps = replicate(node, input_contents(node, time), observe=False)
+    return caps[id(node)].at(copy.root.minimum)
 
 
 # -- the backward walk ------------------------------------------------------------
 
-def input_contents(capture: Capture, time: Any) -> dict[str, dict]:
-    """The accumulation at `time` of every input upstream of `capture`, by name."""
-    df = capture.dataflow
+def input_contents(node: Any, time: Any) -> dict[str, dict]:
+    """The accumulation at `time` of every input upstream of `node`, by name."""
+    df = node.dataflow
     out = {}
-    for n in cone(capture.node):
+    for n in cone(node):
         if n.kind == "input":
             session = next(s for s in df.sessions if s.node is n)
             out[n.name] = session.contents(time)
@@ -184,8 +194,8 @@ def input_contents(capture: Capture, time: Any) -> dict[str, dict]:
 
 def explain(capture: Capture, record: Any, time: Any) -> Explanation:
     """The one-off explanation of `record` at `time` (see the module docstring)."""
-    contents = input_contents(capture, time)
-    copy, caps = replicate(capture, contents, observe=True)
+    contents = input_contents(capture.node, time)
+    copy, caps = replicate(capture.node, contents, observe=True)
     least = copy.root.minimum
     out = caps[id(capture.node)].at(least)
     mult = out.get(record, 0)
@@ -363,4 +373,22 @@ def latest_final(capture: Capture) -> Any:
                     operator=capture.node.name)
 
 
-__all__ = ["Explanation", "cone", "explain", "latest_final", "replay", "replicate"]
+def latest_final_of(df: Any) -> Any:
+    """The latest time every input of `df` has made final, for int times (one before
+    the least open input's time; with all closed, the latest time any received)."""
+    least = df.root.minimum
+    if type(least) is not int:
+        raise TimeError("the dataflow's times are partially ordered, so there is no one "
+                        "latest final time: give time=...")
+    open_times = [s.time for s in df.sessions if not s.closed]
+    if open_times:
+        if min(open_times) == least:
+            raise TimeError("nothing is final yet: advance the inputs and run()")
+        return min(open_times) - 1
+    times = [u[1] for s in df.sessions for op in df.engine.operators(s.node)
+             for u in getattr(op, "history", ())]
+    return max(times, default=least)
+
+
+__all__ = ["Explanation", "cone", "contents_at", "explain", "latest_final",
+           "latest_final_of", "replay", "replicate"]

@@ -174,3 +174,29 @@ def test_a_keyed_operator_explains_by_the_records_key_alone(data, step, kind):
             for name, recs in ex.inputs.items():
                 assert all(d[0] == key for d in recs), (step, record, name, recs)
             assert ex.check()
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(edges=st.sets(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=10))
+def test_datalog_outputs_with_negation_explain_and_reproduce(edges):
+    df = ddflow.Dataflow()
+    e_in, e = df.new_collection("e")
+    out = ddflow.datalog("""
+        tc(x, y) :- e(x, y).
+        tc(x, z) :- tc(x, y), e(y, z).
+        acyclic(x) :- e(x, _), !tc(x, x).
+        hub(x) :- e(x, y), e(x, z), y != z.
+        special(0).
+    """, e=e)
+    caps = {name: coll.capture(name) for name, coll in out.items()}
+    for edge in edges:
+        e_in.insert(edge)
+    e_in.advance_to(1)
+    df.run()
+    for name, cap in caps.items():
+        for record in list(cap.at(0))[:2]:
+            ex = cap.explain(record)
+            assert ex.check()
+            assert set(ex.inputs.get("e", {})) <= edges
+            if name == "acyclic":       # a node's own out-edges are enough
+                assert all(a == record[0] for a, _b in ex.inputs["e"])
