@@ -306,8 +306,8 @@ class Capture:
         """
         self._check_live()
         time = self._check_time(time)
-        if not (partial or not self.frontier.less_equal(time)):
-            raise self._not_final(time)
+        if not partial and self.frontier.less_equal(time):
+            raise self._not_final(time)     # some input may still change it
         self._sync()
         by_time = self._by_time
         if by_time is None:

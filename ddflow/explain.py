@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from lattice import Antichain, Product, join, less_equal
+from lattice import Product, join, less_equal
 from ddflow.capture import Capture, CaptureOp
 from ddflow.errors import GraphError, TimeError
 from ddflow.updates import accumulate

@@ -61,21 +61,19 @@ ddflow.syntax.QueryError: negation through recursion: p depends on !p (cycle p -
 from __future__ import annotations
 
 import itertools
-import operator
 from typing import Any
 
 import attrs
 
 from ddflow.query import _matcher, _shape, plan
-from ddflow.syntax import Atom, Parser, QueryError, Rule, Term, is_fresh
+from ddflow.syntax import COMPARISONS, Atom, Parser, QueryError, Rule, Term, is_fresh
 from operators.wcoj.plan import tuple_getter
 
 #: The strategies a program's joins may use (`"generic"` needs int times, and
 #: recursive strata run at `Product` times).
 STRATEGIES = ("delta", "binary")
 
-_COMPARE = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
-            ">": operator.gt, ">=": operator.ge}
+_COMPARE = COMPARISONS
 
 _counter = itertools.count()
 

@@ -18,13 +18,9 @@ subtree (an absence has no derivation).
 
 from __future__ import annotations
 
-import operator
 from typing import Any, Iterator
 
-from ddflow.syntax import Parser, QueryError, is_fresh
-
-_COMPARE = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
-            ">": operator.gt, ">=": operator.ge}
+from ddflow.syntax import COMPARISONS as _COMPARE, Parser, QueryError, is_fresh
 
 Fact = tuple  # (relation name, tuple of values)
 
