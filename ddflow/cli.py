@@ -358,12 +358,12 @@ def run_datalog(program_path: str, facts_dir: str, changes_path: str | None = No
     `QueryError` on a program that cannot be planned or a fact to explain that is
     malformed or not derived.
     """
-    from ddflow.io import _read, load_facts
+    from ddflow.io import read_lines, load_facts
     from ddflow.programs import datalog, parse_program
     from ddflow.proofs import parse_fact, show_fact
     questions = [parse_fact(f) for f in why]      # refuse a malformed one up front
 
-    lines, _name = _read(program_path)
+    lines, _name = read_lines(program_path)
     text = "\n".join(lines)
     facts, changes = load_facts(facts_dir, changes_path)
     program = parse_program(text, facts)     # refuse a bad program before any engine

@@ -40,7 +40,8 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from lattice import Product, join, less_equal
-from ddflow.capture import Capture, CaptureOp
+from ddflow.graph import Node, Scope
+from operators.capture import CaptureOp
 from ddflow.errors import GraphError, TimeError
 from ddflow.updates import accumulate
 
@@ -55,7 +56,7 @@ class Explanation:
     given to `new_collection`), the records needed, `{data: multiplicity at time}`;
     `multiplicity`: the record's multiplicity in the output at `time`."""
 
-    def __init__(self, capture: Capture, record: Any, time: Any, multiplicity: Any,
+    def __init__(self, capture: Any, record: Any, time: Any, multiplicity: Any,
                  inputs: dict[str, dict[Any, Any]]) -> None:
         self.capture = capture
         self.record = record
@@ -100,15 +101,18 @@ def cone(node: Any) -> list:
     return [n for n in node.dataflow.nodes if id(n) in seen]
 
 
-def replicate(target: Any, contents: dict[str, dict], *, observe: bool
-              ) -> tuple[Any, dict[int, Capture]]:
+def replicate(target: Any, contents: dict[str, dict], *, observe: bool, reader: type
+              ) -> tuple[Any, dict[int, Any]]:
     """A fresh dataflow holding a copy of the cone of node `target` (a capture's, or
     any collection's), its inputs fed `contents` (`{input name: {data: multiplicity}}`)
     at the least time and closed, and run.  With `observe`, every copied node has a
-    capture of its own (in loops too), else `target` alone.  Returns the copy and
+    capture of its own (in loops too), else `target` alone; `reader` is the class
+    reading them (`ddflow.capture.Capture`).  Returns the copy and
     `{id(original node): capture of its copy}`."""
-    from ddflow.dataflow import Dataflow, Node, Scope
+    # The copy is made of the original's own classes (its `Dataflow`, the reader of
+    # its captures): this module sits beside them in the front door, below neither.
     original = target.dataflow
+    Dataflow = type(original)
     nodes = cone(target)
     for n in nodes:
         for stage in getattr(n, "stages", ()):
@@ -147,14 +151,14 @@ def replicate(target: Any, contents: dict[str, dict], *, observe: bool
                 made[id(n)].inputs.append(made[id(p)])
                 made[id(p)].consumers.append((made[id(n)], 0))
     watched = nodes if observe else [target]
-    caps: dict[int, Capture] = {}
+    caps: dict[int, Any] = {}
     for n in watched:
         target = made[id(n)]
         if n.kind == "capture":
             target = target.inputs[0]
         node = Node(copy, target.scope, f"{n.name}.observed", "capture", [target],
                     lambda w, ops: CaptureOp("observed"))
-        caps[id(n)] = Capture(copy, node)
+        caps[id(n)] = reader(copy, node)
     least = copy.root.minimum
     for session, recs in sessions:
         for data, mult in recs.items():
@@ -164,18 +168,19 @@ def replicate(target: Any, contents: dict[str, dict], *, observe: bool
     return copy, caps
 
 
-def replay(capture: Capture, contents: dict[str, dict]) -> dict:
+def replay(capture: Any, contents: dict[str, dict]) -> dict:
     """`capture`'s output at the least time of a fresh copy fed only `contents`."""
-    copy, caps = replicate(capture.node, contents, observe=False)
+    copy, caps = replicate(capture.node, contents, observe=False, reader=type(capture))
     return caps[id(capture.node)].at(copy.root.minimum)
 
 
-def contents_at(node: Any, time: Any) -> dict:
+def contents_at(node: Any, time: Any, reader: type) -> dict:
     """The accumulation at `time` of any collection of the root scope (its node):
-    read from the input itself, or from a copy of its cone fed the inputs there."""
+    read from the input itself, or from a copy of its cone fed the inputs there (read
+    by `reader`, `ddflow.capture.Capture`)."""
     if node.kind == "input":
         return input_contents(node, time)[node.name]
-    copy, caps = replicate(node, input_contents(node, time), observe=False)
+    copy, caps = replicate(node, input_contents(node, time), observe=False, reader=reader)
     return caps[id(node)].at(copy.root.minimum)
 
 
@@ -192,10 +197,10 @@ def input_contents(node: Any, time: Any) -> dict[str, dict]:
     return out
 
 
-def explain(capture: Capture, record: Any, time: Any) -> Explanation:
+def explain(capture: Any, record: Any, time: Any) -> Explanation:
     """The one-off explanation of `record` at `time` (see the module docstring)."""
     contents = input_contents(capture.node, time)
-    copy, caps = replicate(capture.node, contents, observe=True)
+    copy, caps = replicate(capture.node, contents, observe=True, reader=type(capture))
     least = copy.root.minimum
     out = caps[id(capture.node)].at(least)
     mult = out.get(record, 0)
@@ -214,7 +219,7 @@ def explain(capture: Capture, record: Any, time: Any) -> Explanation:
 class _Walk:
     """Demands travelling backward over the observed copy."""
 
-    def __init__(self, copy: Any, caps: dict[int, Capture]) -> None:
+    def __init__(self, copy: Any, caps: dict[int, Any]) -> None:
         self.copy = copy
         self.caps = caps
         self._acc: dict[tuple, dict] = {}
@@ -349,7 +354,7 @@ def _join_outputs(op: Any, a: tuple, b: tuple) -> list:
     return list(op.logic(k, a[1], b[1]))
 
 
-def latest_final(capture: Capture) -> Any:
+def latest_final(capture: Any) -> Any:
     """`time=None` of `Capture.explain`: the latest time whose answer is final, for
     int times (one before the frontier; every captured time when it is empty).  A
     partially ordered root has no one latest final time: ask for one."""

@@ -65,7 +65,7 @@ from typing import Any
 
 import attrs
 
-from ddflow.query import _matcher, _shape, plan
+from ddflow.query import shape_matcher, atom_shape, plan
 from ddflow.syntax import COMPARISONS, Atom, Parser, QueryError, Rule, Term, is_fresh
 from operators.wcoj.plan import tuple_getter
 
@@ -361,7 +361,7 @@ def datalog(program: str, /, strategy: str | None = None, **relations: Any) -> d
     prog = parse_program(program, relations)
     df = scope.dataflow if scope is not None else ddflow.Dataflow()
     scope = scope if scope is not None else df.root
-    with df._building():
+    with df.building():
         return Derived(_Compiler(prog, df, scope, strategy, relations).run(), prog,
                        relations, df)
 
@@ -380,6 +380,7 @@ class Derived(dict):
         """A proof tree (`ddflow.proofs.Proof`) of `fact` (`'tc(1, 4)'`, or `(name,
         values)`) at `time` (None: the latest final time): rule instances down to
         input facts, of minimal height.  `QueryError` when it is not derived there."""
+        from ddflow.capture import Capture
         from ddflow.explain import contents_at, latest_final_of
         from ddflow.proofs import Derivations, parse_fact
         fact = parse_fact(fact) if isinstance(fact, str) else (fact[0], tuple(fact[1]))
@@ -391,7 +392,7 @@ class Derived(dict):
         if self.given and next(iter(self.given.values())).scope.parent is not None:
             raise QueryError("why() reads relations of the root scope; this program's "
                              "were entered into a loop")
-        inputs = {name: {d for d, m in contents_at(rel.node, time).items() if m > 0}
+        inputs = {name: {d for d, m in contents_at(rel.node, time, Capture).items() if m > 0}
                   for name, rel in self.given.items()}
         return Derivations(self.program, inputs).proof(fact)
 
@@ -442,7 +443,7 @@ class _Compiler:
 
     def _loop(self, names: tuple) -> None:
         from ddflow.collection import Variable
-        from ddflow.dataflow import Scope
+        from ddflow.graph import Scope
         inner = Scope(self.df, self.scope, f"datalog.{'+'.join(names)}#{next(_counter)}",
                       None)
         variables = {n: Variable(inner, name=n) for n in names}
@@ -490,14 +491,14 @@ class _Compiler:
             if lit.kind != "neg":
                 continue
             a = lit.atom
-            vars_, shape = _shape(a)
+            vars_, shape = atom_shape(a)
             named = [n for n, v in enumerate(vars_) if not is_fresh(v)]
             source = lookup(a.name)
             # Rules negating the same pattern of the same collection share its keys.
             cache_key = (id(source), shape, tuple(named))
             keys = self.negated.get(cache_key)
             if keys is None:
-                match, pick = _matcher(shape), tuple_getter(named)
+                match, pick = shape_matcher(shape), tuple_getter(named)
                 keys = self.negated[cache_key] = source.flat_map(
                     lambda t, match=match, pick=pick: [pick(m) for m in match(t)],
                     name=f"{label}.not.{a.name}").distinct(name=f"{label}.not.{a.name}.keys")
