@@ -11,6 +11,9 @@ the answer from all of it after every change:
   the nodes new at a level are joined again), each level made concrete with
   `localCheckpoint` so plans stay flat, until a level adds nothing.
 
+Both recomputes live in the package (`ddflow.engine.spark_recompute`), so notebook 08
+runs the same baseline this benchmark times.
+
 ddflow gets the same data: the base through `insert_dataframe` (rows sharded on the
 executors), the changes through its input sessions; its answer is read with
 `Capture.at` after each `run()` (what moves is the change).  Per size: the initial
