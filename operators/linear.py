@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from lattice import Antichain, TimeError, join, less_equal
+from lattice import Antichain, TimeError, as_time, join, less_equal
 from operators.base import Operator, Update
 from ddflow.diff import check_diff
 
@@ -109,8 +109,13 @@ def temporal_bounds(lower: Callable[[Any], Any], upper: Callable[[Any], Any]
     [('a', 6, 1), ('a', 6, -1)]
     """
     def logic(x: Any) -> list:
-        start = lower(x)
-        return [(x, start, 1), (x, join(start, upper(x)), -1)]
+        start, end = as_time(lower(x)), as_time(upper(x))
+        for bound in (start, end):
+            # A str has a `join` too: say what is wrong before the lattice's join does.
+            if type(bound) is not int and not hasattr(bound, "less_equal"):
+                raise TimeError(f"a temporal filter's bounds must be times; {x!r} got "
+                                f"{bound!r}")
+        return [(x, start, 1), (x, join(start, end), -1)]
     return logic
 
 

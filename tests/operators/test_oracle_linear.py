@@ -171,3 +171,23 @@ def test_temporal_filter_bad_arguments():
         c.temporal_filter(3, lambda x: 5)
     with pytest.raises(GraphError, match="sliding_window"):
         c.sliding_window(lambda x: x, "wide")
+
+
+def test_temporal_filter_bound_not_a_time():
+    """A bound that is not a time fails the run with a typed error naming the
+    operator, the record and the bound, and the dataflow runs on once it is fixed."""
+    from ddflow import Dataflow
+    from ddflow.errors import DataflowError
+    bounds = {"upper": "soon"}
+    df = Dataflow()
+    s, c = df.new_collection("xs")
+    cap = c.temporal_filter(lambda x: 0, lambda x: bounds["upper"]).capture()
+    s.insert(7)
+    s.advance_to(1)
+    with pytest.raises(DataflowError, match=r"bounds must be times.*'soon'.*operator: temporal_filter") as info:
+        df.run()
+    assert "record: 7" in str(info.value)
+    assert cap.updates == []                                # nothing half done
+    bounds["upper"] = 2
+    df.run()
+    assert cap.updates == [(7, 0, 1), (7, 2, -1)]
