@@ -334,3 +334,57 @@ def strongly_connected_components(edges: Collection, *,
     within = strongly_connected(edges, max_rounds=max_rounds, name=name)
     nodes = edges.flat_map(_self_labels, name=f"{name}.nodes")
     return propagate(within, nodes, max_rounds=max_rounds, name=f"{name}.labels")
+
+
+def _undirected_pair(e: tuple) -> tuple:
+    return (e, (e[1], e[0]))
+
+
+def _not_loop(e: tuple) -> bool:
+    return e[0] != e[1]
+
+
+def _src(e: tuple) -> Any:
+    return e[0]
+
+
+def k_core(edges: Collection, k: int = 2, *, max_rounds: int | None = MAX_ROUNDS,
+           name: str = "k_core") -> Collection:
+    """The edges of the `k`-core, both directions: `edges` read as an undirected
+    simple graph (self loops dropped), the largest subgraph in which every node
+    has at least `k` neighbours.
+
+    Peeling, as a fixpoint from the whole graph:
+
+        live = { (u, v) in undirected : degree(u, live) >= k, degree(v, live) >= k }
+
+    Each round drops the edges at nodes left with fewer than `k` live neighbours,
+    recomputed from the entered edges at the same outer time (so a retraction that
+    revives nothing cannot prop a node up).  networkx's `k_core` is the oracle in
+    the tests; its nodes are the sources of these edges.
+
+    >>> import ddflow
+    >>> df = ddflow.Dataflow()
+    >>> edges_in, edges = df.new_collection()
+    >>> out = k_core(edges).capture()
+    >>> for e in [(1, 2), (2, 3), (3, 1), (3, 4)]:
+    ...     edges_in.insert(e)
+    >>> edges_in.advance_to(1); df.run()
+    >>> edges_in.remove((3, 1))           # the triangle opens: nothing is left
+    >>> edges_in.advance_to(2); df.run()
+    >>> sorted(u for u in out.updates if u[1] == 1)
+    [((1, 2), 1, -1), ((1, 3), 1, -1), ((2, 1), 1, -1), ((2, 3), 1, -1), ((3, 1), 1, -1), ((3, 2), 1, -1)]
+    """
+    undirected = (edges.filter(_not_loop, name=f"{name}.no_loops")
+                  .flat_map(_undirected_pair, name=f"{name}.both")
+                  .distinct(name=f"{name}.simple"))
+
+    def step(live: Collection) -> Collection:
+        scope = live.scope
+        degree = live.map(_src, name=f"{name}.ends").count(name=f"{name}.degree")
+        kept = degree.filter(lambda nd: nd[1] >= k, name=f"{name}.enough").map(
+            _src, name=f"{name}.node")
+        return (undirected.enter(scope).semijoin(kept).map(_swap, name=f"{name}.flip")
+                .semijoin(kept).map(_swap, name=f"{name}.back"))
+
+    return undirected.iterate(step, max_rounds=max_rounds, name=name)
