@@ -35,8 +35,21 @@ from hypothesis import given, settings, strategies as st
 import ddflow
 from ddflow.algorithms import (bfs, connected_components, reachability, strongly_connected,
                                strongly_connected_components, transitive_closure)
+from ddflow.algorithms import graphs
 from ddflow.testing import check_law, evaluate
 from lattice import Product as P
+
+
+@pytest.fixture(autouse=True, scope="module", params=["scheduled", "round0"])
+def round_scheduling(request):
+    """Every test here runs with label propagation round-scheduled (`propagate_at`,
+    the default), then with every label at round 0 (`propagate`), so both answer to
+    networkx and to the law.  (Module-scoped: hypothesis refuses function-scoped
+    fixtures around examples.)"""
+    before = graphs.ROUND_SCHEDULING
+    graphs.ROUND_SCHEDULING = request.param == "scheduled"
+    yield request.param
+    graphs.ROUND_SCHEDULING = before
 
 # -- oracles on a plain edge set --------------------------------------------------
 
