@@ -88,8 +88,18 @@ def less_equal(a: Any, b: Any) -> bool:
         # The time of every loop, compared inline (this is the hottest call there is).
         ao, ai = a
         bo, bi = b
-        if type(ao) is int and type(ai) is int and type(bo) is int and type(bi) is int:
-            return ao <= bo and ai <= bi
+        if type(ai) is int and type(bi) is int:
+            tao = type(ao)
+            if tao is int and type(bo) is int:
+                return ao <= bo and ai <= bi
+            if tao is Product and type(bo) is Product:
+                # The time of a loop in a loop (SCC's), also inline: through the
+                # methods it is three calls deep, and it is as hot.
+                aoo, aoi = ao
+                boo, boi = bo
+                if (type(aoo) is int and type(aoi) is int and type(boo) is int
+                        and type(boi) is int):
+                    return ai <= bi and aoo <= boo and aoi <= boi
     try:
         return a.less_equal(b)
     except AttributeError:
