@@ -226,7 +226,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
                         help="also measure the parent commit in a git worktree")
     parser.add_argument("--base", default=BASE, help=f"the parent commit ({BASE})")
     parser.add_argument("--profile", action="store_true",
-                        help="cProfile the current tree's churn epochs")
+                        help="cProfile the current tree's churn epochs (their times then "
+                             "include the profiler's cost: measure without it)")
     parser.add_argument("--budget", type=float, default=None,
                         help="stop a workload's churn epochs after this many CPU s")
     parser.add_argument("--seed", type=int, default=0)
@@ -254,6 +255,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
             parent = None
             measured = measure({"current": REPO}, scales, workloads, args.seed, tmp, notes,
                                args.profile, args.budget)
+    if args.profile:
+        notes.append("--profile: the current tree's churn epochs ran under cProfile, so "
+                     "their times (and ratios) include its cost")
     notes.append(f"wall time of the run: {time.monotonic() - started:.0f} s")
     result = {"scales": scales, "parent": parent, "current": current, "seed": args.seed,
               "measured": measured, "notes": notes}
