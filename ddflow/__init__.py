@@ -44,8 +44,8 @@ __version__ = "0.1.0"
 #: The front door: name -> (module, attribute); attribute None hands out the module.
 _LAZY = {
     "Dataflow": ("ddflow.dataflow", "Dataflow"),
-    "InputSession": ("ddflow.dataflow", "InputSession"),
-    "Capture": ("ddflow.dataflow", "Capture"),
+    "InputSession": ("ddflow.input", "InputSession"),
+    "Capture": ("ddflow.capture", "Capture"),
     "Collection": ("ddflow.collection", "Collection"),
     "Arranged": ("ddflow.collection", "Arranged"),
     "Variable": ("ddflow.collection", "Variable"),
@@ -64,19 +64,10 @@ _LAZY = {
 #: print each one's inherited exception boilerplate, ~70 lines apiece.
 __all__ = sorted(_LAZY) + ["__version__"]
 
-#: Modules that register parts of the front door on `Dataflow` when imported (its
-#: collection type, its `to_dot`): loaded before any front-door name is handed out,
-#: since `ddflow.dataflow` may not import them (they sit above it).
-_REGISTRARS = ("ddflow.collection", "ddflow.viz")
-
-
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
         module, attr = _LAZY[name]
-        if module.startswith("ddflow."):
-            for registrar in _REGISTRARS:
-                importlib.import_module(registrar)
         value = importlib.import_module(module)
         if attr is not None:
             value = getattr(value, attr)

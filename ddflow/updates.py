@@ -40,9 +40,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable, Iterable, Mapping
 
-from lattice import DataflowError, less_equal, sort_key
+from lattice import DataflowError, as_time, less_equal, same_lattice, sort_key
 
-from ddflow.errors import DiffError
+from ddflow.diff import check_diff
+from ddflow.errors import DataError, DiffError, TimeError
 
 Update = tuple[Any, Any, Any]
 """An update triple `(data, time, diff)`."""
@@ -335,8 +336,48 @@ def zset_distinct(a: Mapping[Any, Any]) -> dict[Any, Any]:
     return zset_positive(a, set_=True)
 
 
+# --- an update as an input takes it ------------------------------------------------
+
+def checked_update(name: str, session_time: Any, data: Any, time: Any, diff: Any) -> tuple:
+    """`(data, time, diff)` as an input whose time is `session_time` takes it, or the
+    typed error saying why not (naming the input `name`, the record and the time):
+    `TimeError` (another lattice, or not in advance of `session_time`), `DataError`
+    (unhashable data), `DiffError`.  One function for every way updates enter: a
+    session's `update_at`, and rows of a DataFrame checked on Spark's executors.
+
+    >>> checked_update("edges", 3, ("a", "b"), 5, 1)
+    (('a', 'b'), 5, 1)
+    >>> checked_update("edges", 3, ["a"], 5, 1)
+    Traceback (most recent call last):
+    ...
+    ddflow.errors.DataError: data must be hashable (unhashable type: 'list'); use tuples, ...
+    """
+    time = as_time(time)
+    check_lattice(name, session_time, time, data, "update_at")
+    if not less_equal(session_time, time):
+        raise TimeError(f"update at {time!r} is not in advance of the session's time "
+                        f"{session_time!r} (time may not go backwards)",
+                        operator=name, record=data, time=time)
+    try:
+        hash(data)
+    except TypeError as exc:
+        raise DataError(f"data must be hashable ({exc}); use tuples, not lists or dicts",
+                        operator=name, record=data, time=time) from exc
+    return data, time, check_diff(diff, operator=name, record=data, time=time)
+
+
+def check_lattice(name: str, session_time: Any, time: Any, data: Any, what: str) -> None:
+    """A `TimeError` (naming the input `name`, `what` was called) unless `time` is a
+    time of the lattice `session_time` belongs to."""
+    if not same_lattice(time, session_time):
+        raise TimeError(f"{what}: {time!r} is not a time of this dataflow's lattice "
+                        f"(times look like {session_time!r})",
+                        operator=name, record=data, time=time)
+
+
 __all__ = [
     "Update", "fallback_key", "sorted_data", "sort_updates", "sort_updates_ordered",
+    "checked_update", "check_lattice",
     "consolidate", "consolidate_unsorted",
     "accumulate", "times_of", "untimed", "plus", "negate", "minus", "positive",
     "distinct", "zset", "zset_plus", "zset_negate", "zset_minus", "zset_positive",
