@@ -46,7 +46,7 @@ class Batch:
     cached decoding is the one attribute set after construction.
     """
 
-    __slots__ = ("lower", "upper", "since", "len", "cols", "_data")
+    __slots__ = ("lower", "upper", "since", "len", "cols", "_data", "__weakref__")
 
     def __init__(self, lower: Antichain, upper: Antichain, since: Antichain,
                  data: dict | None, len: int, cols: Columns | None = None) -> None:

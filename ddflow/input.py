@@ -190,6 +190,29 @@ class InputSession:
         """No more updates: every time becomes complete once in-flight work is done."""
         self.closed = True
 
+    def contents(self, time: Any) -> dict:
+        """The input's accumulation at `time`, over what the engine has received
+        (`{data: multiplicity}`): what explanations start from (`ddflow.explain`).
+        The input keeps its history compacted one step behind its frontier, so the
+        latest final time is always there; an earlier time compacted away raises
+        `CompactionError` naming it."""
+        from ddflow.errors import CompactionError
+        from ddflow.updates import accumulate
+        time = as_time(time)
+        ops = self.dataflow.engine.operators(self.node)
+        if not ops or not all(hasattr(op, "history_updates") for op in ops):
+            raise DataError(f"the contents of input '{self.name}' are not held here (run() "
+                            "first; the BSP and Spark engines keep them on their shards)",
+                            operator=self.name)
+        history: list = []
+        for op in ops:
+            if op.since is not None and not op.since.less_equal(time):
+                raise CompactionError(f"input '{self.name}' has compacted its history to "
+                                      f"{op.since!r}, past {time!r}: its contents there "
+                                      "are gone", operator=self.name, time=time)
+            history.extend(op.history_updates())
+        return accumulate(history, time)
+
     def frontier(self) -> Antichain:
         """The times this session may still update: `{time}` while open, empty after
         `close()`."""
@@ -268,12 +291,18 @@ class InputOp(Operator):
     twice the old size) until the next updates trigger a compaction.
     """
 
-    _state = ("frontier", "_live", "_columns")
+    _state = ("_frontier", "_behind", "since", "_live", "_columns")
     _append_only = ("history",)
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        self.frontier: Antichain = EMPTY
+        self._frontier: Antichain = EMPTY
+        # The frontier before the last move: compaction goes that far only, so that
+        # the accumulation at every time the last run made final stays exact (what
+        # an explanation of the latest answer reads, `InputSession.contents`).
+        self._behind: Antichain = EMPTY
+        #: The frontier the history was last compacted to (None: never).
+        self.since: Antichain | None = None
         self.history: list = []
         self._live = 0          # the history's length after its last compaction
         # The compacted history of plain records (ints, tuples of ints; int or
@@ -281,6 +310,14 @@ class InputOp(Operator):
         # an update instead of ~150 in tuples, and compacted by vectorized kernels.
         # `history` then holds only what arrived since.  Replaced, never mutated.
         self._columns: Columns | None = None
+
+    @property
+    def frontier(self) -> Antichain:
+        return self._frontier
+
+    @frontier.setter
+    def frontier(self, frontier: Antichain) -> None:
+        self._behind, self._frontier = self._frontier, frontier
 
     def on_input(self, port: int, updates: list) -> None:
         self.records_in += len(updates)
@@ -296,26 +333,32 @@ class InputOp(Operator):
 
     def _compact(self) -> None:
         # Fresh objects, not edits in place: the undo journal keeps the old ones.
-        rows, cols = self.history, self._columns
+        # Compaction goes as far as the frontier before the last move (`_behind`).
+        rows, cols, frontier = self.history, self._columns, self._behind
+        merged = None
         if wants_columns(len(rows) + self._column_records()):
-            merged = _advanced_columns(rows, cols, self.frontier)
-            if merged is not None:
-                self._columns = merged if len(merged) else None
-                self.history = []
-                self._live = len(merged)
-                return
-        if cols is not None:
-            rows = columnar.records(cols) + rows
-            self._columns = None
-        self.history = _advanced(rows, self.frontier)
-        self._live = len(self.history)
+            merged = _advanced_columns(rows, cols, frontier)
+        if merged is not None:
+            self._columns = merged if len(merged) else None
+            self.history = []
+        else:
+            if cols is not None:
+                rows = columnar.records(cols) + rows
+                self._columns = None
+            self.history = _advanced(rows, frontier)
+        if not frontier.is_empty():
+            self.since = frontier
+        self._live = len(self.history) + self._column_records()
+
+    def history_updates(self) -> list:
+        """The kept history as `(data, time, diff)` triples (columns decoded)."""
+        if self._columns is None:
+            return self.history
+        return columnar.records(self._columns) + self.history
 
     def snapshot(self, time: Any) -> list:
         """Everything this input has emitted, advanced to `time` and consolidated."""
-        rows = self.history
-        if self._columns is not None:
-            rows = columnar.records(self._columns) + rows
-        return _advanced(rows, Antichain([time]))
+        return _advanced(self.history_updates(), Antichain([time]))
 
     def trace_records(self) -> int:
         return len(self.history) + self._column_records()
