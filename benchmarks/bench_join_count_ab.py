@@ -101,7 +101,8 @@ def measure(trees: dict[str, Path], config: dict, seed: int, tmp: Path, notes: l
             cpu = median(totals)
             s[tree_name] = {"cpu_ms": cpu, "updates_per_s": c["updates"] / (cpu / 1e3),
                             "median_epoch_ms": median([x for r in rs for x in r["epoch_ms"]]),
-                            "per_rep_cpu_ms": totals, "answer_size": rs[0]["answer_size"]}
+                            "per_rep_cpu_ms": totals, "answer_size": rs[0]["answer_size"],
+                            "rss_peak_mb": max(r.get("rss_peak_mb", 0.0) for r in rs)}
         s["answers_agree"] = len({r["answer"] for rs in runs.values() for r in rs}) == 1
         cur = s["current"]["updates_per_s"]
         if "recompute" in s:

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import pstats
+import resource
 import sys
 import time
 from collections import Counter
@@ -111,7 +112,8 @@ def main() -> None:
         out.update(profile(epochs, p["top"]))
     else:
         cpu, answer = (run_ddflow if task == "ddflow" else run_recompute)(epochs)
-        out.update(epoch_ms=cpu, answer=_digest(answer), answer_size=len(answer))
+        out.update(epoch_ms=cpu, answer=_digest(answer), answer_size=len(answer),
+                   rss_peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     json.dump(out, sys.stdout)
 
 

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
 
-import attrs
+import numpy as np
 
 from lattice import Antichain, advance_by
+from ddflow import columnar
+from ddflow.columnar import Columns, wants_column_build, wants_columns
 from ddflow.diff import Diff, check_diff
 from ddflow.errors import BatchError, DataError
 
@@ -30,20 +32,34 @@ def require_antichain(name: str, f: Any) -> Antichain:
     return f
 
 
-@attrs.frozen(slots=True, eq=False, repr=False)
 class Batch:
     """An immutable, consolidated set of keyed updates with its description.
 
     `data` maps each key to a tuple of `(val, time, diff)` entries (no zero diffs,
     no two entries with equal `(val, time)`); `len` is the number of entries.
     Equality is identity: two batches are the same batch only if they are one object.
+
+    Two layouts, one content: rows (`data` given) or, for a large batch of plain
+    data, sorted numpy columns (`cols`, `ddflow.columnar`), merged and consolidated
+    by vectorized kernels; its `data` is then decoded from the columns when first
+    read, and kept.  A plain slotted class rather than a frozen attrs one: that
+    cached decoding is the one attribute set after construction.
     """
 
-    lower: Antichain
-    upper: Antichain
-    since: Antichain
-    data: dict
-    len: int
+    __slots__ = ("lower", "upper", "since", "len", "cols", "_data", "__weakref__")
+
+    def __init__(self, lower: Antichain, upper: Antichain, since: Antichain,
+                 data: dict | None, len: int, cols: Columns | None = None) -> None:
+        self.lower, self.upper, self.since = lower, upper, since
+        self._data, self.len, self.cols = data, len, cols
+
+    @property
+    def data(self) -> dict:
+        """`key -> ((val, time, diff), ...)` (decoded from the columns once)."""
+        d = self._data
+        if d is None:
+            d = self._data = columnar.decode(self.cols)
+        return d
 
     @classmethod
     def from_updates(cls, updates: Iterable[tuple[Any, Any, Any]], lower: Antichain,
@@ -73,6 +89,12 @@ class Batch:
             require_antichain("since", since)
         if not lower.dominates(upper):
             raise BatchError(f"a batch's lower {lower!r} must precede its upper {upper!r}")
+        if not isinstance(updates, (list, tuple)):
+            updates = list(updates)
+        if wants_column_build(len(updates)):
+            batch = _from_columns(updates, lower, upper, since)
+            if batch is not None:
+                return batch
         checked: dict = {}   # time -> advanced time; each distinct time is checked once
         groups: dict = {}    # key -> {(val, time): diff}
         for rec in updates:
@@ -116,9 +138,14 @@ class Batch:
 
     def updates(self) -> Iterator[tuple[Any, Any, Any]]:
         """The batch's contents as `((key, val), time, diff)` triples."""
-        for key, entries in self.data.items():
-            for val, time, diff in entries:
-                yield ((key, val), time, diff)
+        return iter(self.update_list())
+
+    def update_list(self) -> list[tuple[Any, Any, Any]]:
+        """The batch's contents as a list of `((key, val), time, diff)` triples
+        (straight from the columns of a columnar batch, without decoding `data`)."""
+        if self._data is None:
+            return columnar.updates(self.cols)
+        return [((k, v), t, r) for k, entries in self._data.items() for v, t, r in entries]
 
     def __len__(self) -> int:
         return self.len
@@ -131,6 +158,8 @@ class Batch:
         """Assert the batch's invariants in O(len)."""
         lower, since = self.lower, self.since
         assert lower.dominates(self.upper), f"lower {lower!r} after upper {self.upper!r}"
+        if self.cols is not None:
+            _check_columns(self)
         n = 0
         ok: set = set()
         for key, entries in self.data.items():
@@ -147,6 +176,84 @@ class Batch:
                     ok.add(time)
             n += len(entries)
         assert n == self.len, f"len {self.len} but {n} entries"
+
+
+def _frontier_columns(f: Antichain, product: bool) -> np.ndarray | None:
+    return columnar.encode_frontier(f.elements, product)
+
+
+def _from_columns(updates: list, lower: Antichain, upper: Antichain,
+                  since: Antichain | None) -> Batch | None:
+    """The columnar batch of `updates`, or None if they are not plain or any time lies
+    outside `[lower, upper)` (the row path then raises the error naming it)."""
+    cols = columnar.encode(updates, sort=False)
+    if cols is None:
+        return None
+    lo = _frontier_columns(lower, cols.product)
+    up = _frontier_columns(upper, cols.product)
+    adv = None if since is None else _frontier_columns(since, cols.product)
+    if lo is None or up is None or (since is not None and adv is None):
+        return None
+    times = cols.times
+    if not bool(np.all(columnar.in_advance_of(times, lo))) or bool(
+            np.any(columnar.in_advance_of(times, up))):
+        return None
+    if adv is not None:
+        cols.times = columnar.advance(times, adv)
+    cols = columnar.consolidate(cols)
+    n = len(cols)
+    return Batch(lower, upper, lower if since is None else since, None if n else {}, n,
+                 cols if n else None)
+
+
+def _check_columns(b: Batch) -> None:
+    """The columnar layout's invariants: sorted and consolidated columns, times in
+    advance of `lower` and fixed under `since`, and the decoded rows (if any) equal
+    to the columns."""
+    c = b.cols
+    c._check()
+    assert len(c) == b.len and b.len > 0, f"columns hold {len(c)} rows, len {b.len}"
+    lo = _frontier_columns(b.lower, c.product)
+    since = _frontier_columns(b.since, c.product)
+    assert lo is not None and since is not None, "frontiers not of the columns' lattice"
+    assert bool(np.all(columnar.in_advance_of(c.times, lo))), "time before lower"
+    assert bool(np.all(columnar.advance(c.times, since) == c.times)), \
+        "time not advanced by since"
+    if b._data is not None:
+        assert b._data == columnar.decode(c), "decoded rows differ from the columns"
+
+
+def _merge_columns(batches: list[Batch], since: Antichain | None) -> Batch | None:
+    """`merge_batches` by the columnar kernels, or None if some batch is not plain (or the
+    layouts differ)."""
+    parts = []
+    for b in batches:
+        if not b.len:
+            continue
+        c = b.cols if b.cols is not None else columnar.encode(b.update_list())
+        if c is None or (parts and c.layout() != parts[0].layout()):
+            return None
+        parts.append(c)
+    if not parts:
+        return None
+    frontier = None
+    if since is not None and since.elements:
+        frontier = _frontier_columns(since, parts[0].product)
+        if frontier is None:
+            return None
+    merged = columnar.merge(parts, frontier)
+    n = len(merged)
+    return Batch(batches[0].lower, batches[-1].upper, _merged_since(batches, since),
+                 None if n else {}, n, merged if n else None)
+
+
+def _merged_since(batches: list[Batch], since: Antichain | None) -> Antichain:
+    if since is not None:
+        return since
+    new_since = batches[0].since
+    for b in batches[1:]:
+        new_since = new_since.meet(b.since)
+    return new_since
 
 
 def _freeze(groups: dict) -> tuple[dict, int]:
@@ -167,6 +274,10 @@ def merge_batches(batches: list[Batch], since: Antichain | None) -> Batch:
     With a `since`, every time is advanced by it and entries that become equal are
     consolidated; without one, the sinces of the parts are met (their union).
     """
+    if wants_columns(sum(b.len for b in batches)):
+        merged = _merge_columns(batches, since)
+        if merged is not None:
+            return merged
     lower, upper = batches[0].lower, batches[-1].upper
     parts: dict = {}   # key -> list of entry tuples, one per batch holding the key
     for b in batches:
@@ -244,12 +355,6 @@ def merge_batches(batches: list[Batch], since: Antichain | None) -> Batch:
         if entries:
             data[key] = entries
             n += len(entries)
-    if since is None:
-        new_since = batches[0].since
-        for b in batches[1:]:
-            new_since = new_since.meet(b.since)
-    else:
-        new_since = since
-    return Batch(lower, upper, new_since, data, n)
+    return Batch(lower, upper, _merged_since(batches, since), data, n)
 
 

@@ -49,7 +49,7 @@ puts them back: that is how the engine rolls a failed step back in O(#batches).
 from __future__ import annotations
 
 import weakref
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 
 from lattice import Antichain, less_equal, sort_key
@@ -211,6 +211,24 @@ class Trace:
             if entries:
                 out.extend(entries)
         return out
+
+    def column_view(self) -> tuple[list, Callable[[Any], list]]:
+        """The trace split by layout, for readers with vectorized kernels: the
+        `Columns` of its columnar batches (read without decoding them), and `get`
+        over its row batches only."""
+        cols = [b.cols for b in self._batches if b.cols is not None]
+        rows = [b for b in self._batches if b.cols is None]
+        if not cols:
+            return [], self.get
+
+        def get(key: Any) -> list[Entry]:
+            out: list = []
+            for b in rows:
+                entries = b.data.get(key)
+                if entries:
+                    out.extend(entries)
+            return out
+        return cols, get
 
     def key_histories(self, key: Any, floor: Any) -> list[KeyHistory]:
         """`key`'s updates in each batch as a `KeyHistory` advanced by `floor`, for a

@@ -28,6 +28,7 @@ from lattice.antichain import in_advance
 from operators.base import Operator, Update
 from ddflow.updates import consolidate_unsorted
 from operators.undo import UndoDict
+from ddflow import columnar
 from ddflow.errors import DataError
 from ddflow.key_history import KeyHistory
 from ddflow.progress import ENTER
@@ -124,7 +125,7 @@ class Arrange(Operator):
                     raise
                 raise self.unhashable(exc.message, exc.record, exc.time) from exc
             self.trace.insert(batch)
-            self.emit(_batch_updates(batch))
+            self.emit(batch.update_list())
         self._upper = frontier
 
     # -- readers and compaction ----------------------------------------------
@@ -193,6 +194,15 @@ class EnteredTrace:
     def get(self, key: Any) -> list:
         return [(v, Product(t, 0), r) for v, t, r in self.arrangement.trace.get(key)]
 
+    def column_view(self) -> tuple[list, Any]:
+        """`Trace.column_view` of the outer trace, times entered."""
+        cols, get = self.arrangement.trace.column_view()
+        if not cols or any(c.product for c in cols):
+            # Entered Product times are nested Products: not plain, so rows.
+            return [], self.get
+        return ([columnar.entered(c) for c in cols],
+                lambda key: [(v, Product(t, 0), r) for v, t, r in get(key)])
+
     def key_histories(self, key: Any, floor: Any) -> list[KeyHistory]:
         entries = self.get(key)
         return [KeyHistory.build(entries, floor)] if entries else []
@@ -245,7 +255,3 @@ def lower_of(lower: Antichain, ready: list[Update], upper: Antichain) -> Anticha
     if lower.is_empty() and ready:
         return Antichain([u[1] for u in ready] + list(upper.elements))
     return lower
-
-
-def _batch_updates(batch: Batch) -> list[Update]:
-    return [((k, v), t, r) for k, entries in batch.data.items() for v, t, r in entries]

@@ -33,6 +33,8 @@ from typing import Any, Callable, Iterable, Sequence
 from lattice import Antichain, join
 from operators.arrange import Arrange
 from operators.base import Operator, Update
+from ddflow import columnar
+from ddflow.columnar import wants_column_join
 
 _KINDS = ("join", "map", "core", "semijoin")
 
@@ -85,9 +87,9 @@ class JoinCore(Operator):
             self._pending_left, self._pending_right = [], []
             out: list[Update] = []
             if d_left:
-                self._product(d_left, self.right.trace.get, False, 1, out)
+                self._against(d_left, self.right.trace, False, out)
             if d_right:
-                self._product(d_right, self.left.trace.get, True, 1, out)
+                self._against(d_right, self.left.trace, True, out)
                 if d_left:
                     by_key: dict[Any, list] = {}
                     for (k, b), tb, rb in d_right:
@@ -98,6 +100,27 @@ class JoinCore(Operator):
         # right frontier, and vice versa: that is how far each may compact.
         self.left.advance_reader(self._rid_left, frontiers[1])
         self.right.advance_reader(self._rid_right, frontiers[0])
+
+    def _against(self, delta: list[Update], trace: Any, flipped: bool,
+                 out: list[Update]) -> None:
+        """`delta` paired with the other side's whole trace: against its columnar
+        batches by the vectorized kernel (`ddflow.columnar.join_updates`) when the
+        delta is large and plain and the output is a `join` or `semijoin`, against
+        the rest record by record."""
+        lookup = trace.get
+        view = getattr(trace, "column_view", None)
+        if (view is not None and self.kind in ("join", "semijoin")
+                and wants_column_join(len(delta))):
+            cols, rows_get = view()
+            dc = columnar.encode(delta) if cols else None
+            if dc is not None and all(c.kshape == dc.kshape and c.product == dc.product
+                                      for c in cols):
+                for c in cols:
+                    made, pairs = columnar.join_updates(dc, c, flipped, 1, self.kind)
+                    out.extend(made)
+                    self.work += pairs
+                lookup = rows_get
+        self._product(delta, lookup, flipped, 1, out)
 
     def _product(self, delta: list[Update], lookup: Callable, flipped: bool,
                  sign: int, out: list[Update]) -> None:

@@ -53,6 +53,8 @@ from lattice import Antichain
 from operators.arrange import Arrange, lower_of
 from operators.base import Operator, Update
 from operators.history import floor_of, replay, replay_direct, replay_total
+from operators.reduce_chain import chain_corrections, register_total_logic, supports
+from ddflow.columnar import columnar_min
 from operators.undo import UndoDict
 from ddflow.diff import check_diff
 from ddflow.errors import DataError, DiffError
@@ -142,6 +144,8 @@ class Reduce(Operator):
             keys: dict = {}
             for t in [t for t in self._by_time if not beyond(t)]:
                 keys.update(self._by_time[t])
+            if keys and columnar_min() is not None and supports(self.logic):
+                keys = self._reduce_chains(keys, beyond, emitted)
             for key in keys:
                 self._reduce_key(key, beyond, emitted)
         if emitted:
@@ -156,11 +160,8 @@ class Reduce(Operator):
             self._since = frontier
             self.out_trace.set_logical_compaction(frontier)
 
-    def _reduce_key(self, key: Any, beyond: Callable[[Any], bool],
-                    emitted: list[Update]) -> None:
-        pending = self._pending[key]
-        if all(beyond(t) for t in pending):
-            return  # every candidate lies above a pending time, so none is complete
+    def _drop_pending(self, key: Any) -> None:
+        """Forget the key's pending times (its evaluation takes them over)."""
         by_time = self._by_time
         for t in self._pending.pop(key):
             keys = by_time.touch(t)
@@ -168,6 +169,44 @@ class Reduce(Operator):
             if not keys:
                 del by_time[t]
                 self._caps = None
+
+    def _reduce_chains(self, keys: dict, beyond: Callable[[Any], bool],
+                       emitted: list[Update]) -> list:
+        """Evaluate the keys with one complete pending time whose stored times lie
+        below it directly (`operators.reduce_chain`, the bulk path); returns the
+        keys left for `_reduce_key`."""
+        single: list = []
+        rest: list = []
+        pending = self._pending
+        for key in keys:
+            s = pending[key]
+            if len(s) == 1:
+                for u in s:
+                    if not beyond(u):
+                        single.append((key, u))
+                    else:
+                        rest.append(key)
+            else:
+                rest.append(key)
+        if not single:
+            return rest
+        declined, work = chain_corrections(single, self.source.trace.get, self.out_trace.get,
+                                           self.logic, emitted)
+        self.work += work
+        left = {key for key, _u in declined}
+        for key, _u in single:
+            if key not in left:
+                self._drop_pending(key)
+                self.times_visited += 1
+        rest.extend(key for key, _u in declined)
+        return rest
+
+    def _reduce_key(self, key: Any, beyond: Callable[[Any], bool],
+                    emitted: list[Update]) -> None:
+        pending = self._pending[key]
+        if all(beyond(t) for t in pending):
+            return  # every candidate lies above a pending time, so none is complete
+        self._drop_pending(key)
         logic = self.logic
 
         def correct(u: Any, acc_in: dict, acc_out: dict) -> dict:
@@ -288,3 +327,7 @@ def distinct_logic(key: Any, vals: list) -> list:
 
 
 _BUILT_IN = (count_logic, sum_logic, min_logic, max_logic, distinct_logic)
+
+# Their results given the total count of a key whose values are all `()`.
+register_total_logic(count_logic, lambda total: {total: 1})
+register_total_logic(distinct_logic, lambda total: {(): 1} if total > 0 else {})

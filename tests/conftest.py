@@ -15,3 +15,18 @@ from hypothesis import settings
 settings.register_profile("default", deadline=None)
 settings.register_profile("ci", deadline=None, print_blob=True)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="module", params=["rows", "columns"])
+def both_layouts(request):
+    """Run a module twice: batches always in rows, then always in columns where the
+    data is plain (`ddflow.columnar`, threshold 0), so the law, batching and
+    agreement tests check both layouts.  Module-scoped, so hypothesis tests see no
+    function-scoped fixture."""
+    from ddflow.columnar import set_columnar_min
+    old = set_columnar_min(None if request.param == "rows" else 0)
+    yield request.param
+    set_columnar_min(old)

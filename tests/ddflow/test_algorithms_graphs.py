@@ -40,6 +40,8 @@ from ddflow.algorithms import graphs
 from ddflow.testing import check_law, evaluate
 from lattice import Product as P
 
+# Every test here runs with batches in rows and in columns (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("both_layouts")
 
 @pytest.fixture(autouse=True, scope="module", params=["scheduled", "round0"])
 def round_scheduling(request):

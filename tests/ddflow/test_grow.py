@@ -22,6 +22,10 @@ from ddflow.updates import accumulate
 from lattice import Product, join, join_closure, less_equal
 from tests.strategies import times
 
+# Every test here runs with batches and input histories in rows and in columns
+# (tests/conftest.py): a grown piece imports an input's columnar history.
+pytestmark = pytest.mark.usefixtures("both_layouts")
+
 ENGINES = {
     "local": lambda: LocalEngine(),
     "workers3": lambda: LocalEngine(workers=3),

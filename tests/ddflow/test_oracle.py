@@ -10,6 +10,9 @@ from ddflow.testing import accumulate_all, check_law, join_closure, times, updat
 from ddflow.updates import accumulate, zset
 from lattice import Product, join, less_equal
 
+# Every test here runs with batches in rows and in columns (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("both_layouts")
+
 
 def double(c):
     return zset((2 * d, w) for d, w in c.items())

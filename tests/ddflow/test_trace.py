@@ -21,9 +21,15 @@ from ddflow.errors import BatchError, CompactionError, DataError, DiffError
 from ddflow.testing import antichains, keyed_updates, minimum_of, nonempty_antichains
 from ddflow.testing.times import grid
 import ddflow.trace as trace_module
+from ddflow import columnar
 from ddflow.trace import Batch, Trace
 from ddflow.updates import accumulate, consolidate
 from lattice import Antichain, Product, advance_by, less_equal, sort_key
+
+# Every test here runs with batches in rows and in columns (tests/conftest.py); the
+# state machine (a unittest TestCase, which takes no fixtures) switches the layout
+# itself, so its spines mix both.
+both_layouts = pytest.mark.usefixtures("both_layouts")
 
 
 
@@ -45,6 +51,7 @@ def nested(tr: Trace, t) -> dict:
 
 # --- batches ---------------------------------------------------------------------
 
+@both_layouts
 def test_batch_from_updates_consolidates():
     b = Batch.from_updates([(("k", 1), 0, 1), (("k", 1), 0, 1), (("k", 2), 1, 1),
                             (("k", 2), 1, -1), (("j", 1), 2, 3)],
@@ -56,6 +63,7 @@ def test_batch_from_updates_consolidates():
     assert consolidate(b.updates()) == [(("j", 1), 2, 3), (("k", 1), 0, 2)]
 
 
+@both_layouts
 def test_batch_rejects_times_outside_its_description():
     lower, upper = Antichain([Product(1, 0)]), Antichain([Product(3, 0), Product(1, 3)])
     ok = [(("k", "v"), Product(1, 2), 1), (("k", "v"), Product(2, 2), 1)]
@@ -74,6 +82,7 @@ def test_batch_rejects_times_outside_its_description():
         Batch.from_updates([(("k", "v"), 0, 1)], Antichain(), Antichain())
 
 
+@both_layouts
 def test_batch_rejects_bad_records():
     lo, up = Antichain([0]), Antichain()
     with pytest.raises(DataError):
@@ -86,6 +95,7 @@ def test_batch_rejects_bad_records():
         Batch.from_updates([(("k", "v"), 0, 0.5)], lo, up)
 
 
+@both_layouts
 def test_batch_with_since_advances_times():
     b = Batch.from_updates([(("k", 1), 0, 1), (("k", 1), 2, 1)], Antichain([0]),
                            Antichain(), since=Antichain([3]))
@@ -95,6 +105,7 @@ def test_batch_with_since_advances_times():
 
 # --- the trace API -----------------------------------------------------------------
 
+@both_layouts
 def test_empty_trace():
     for tr in (Trace(), Trace(Antichain([0]))):
         tr._check()
@@ -109,6 +120,7 @@ def test_empty_trace():
     assert Trace().upper is None and Trace().logical_compaction is None
 
 
+@both_layouts
 def test_trace_reads():
     tr = Trace(Antichain([0]))
     tr.insert_updates([(("a", 1), 0, 1), (("a", 2), 1, 1)], Antichain([0]), Antichain([2]))
@@ -129,6 +141,7 @@ def test_trace_reads():
                                  ("b", 1, 3, 1)]
 
 
+@both_layouts
 def test_cursor_steps_and_consolidates_across_batches():
     tr = Trace()
     # Two batches that do not merge (the older is more than twice the newer)...
@@ -155,6 +168,7 @@ def test_cursor_steps_and_consolidates_across_batches():
     assert list(tr.cursor()) == [(k, 0, 4, 1) for k in range(5)]
 
 
+@both_layouts
 def test_compaction_frontier_cannot_move_backwards():
     tr = Trace(Antichain([Product(0, 0)]))
     tr.set_logical_compaction(Antichain([Product(1, 2)]))
@@ -169,6 +183,7 @@ def test_compaction_frontier_cannot_move_backwards():
         tr.set_logical_compaction(Antichain([Product(9, 9)]))
 
 
+@both_layouts
 def test_insert_before_the_upper_is_refused():
     tr = Trace(Antichain([0]))
     tr.insert_updates([(("a", 1), 0, 1)], Antichain([0]), Antichain([5]))
@@ -179,6 +194,7 @@ def test_insert_before_the_upper_is_refused():
     tr._check()
 
 
+@both_layouts
 def test_batches_merge_in_tiers():
     """O(FANIN log n) batches, and each record rewritten O(log n) times."""
     from ddflow.trace import FANIN
@@ -191,6 +207,7 @@ def test_batches_merge_in_tiers():
     assert tr.accumulate(499) == {(i % 7, i): 1 for i in range(500)}
 
 
+@both_layouts
 def test_snapshot_restore_round_trip():
     tr = Trace(Antichain([0]))
     tr.insert_updates([(("a", 1), 0, 1), (("b", 1), 1, 1)], Antichain([0]), Antichain([2]))
@@ -208,6 +225,7 @@ def test_snapshot_restore_round_trip():
     assert tr.accumulate(5) == {("b", 1): 1}
 
 
+@both_layouts
 def test_vector_diffs_in_a_trace():
     tr = trace_of([(("k", "v"), Product(0, 0), DiffVector(1, 5)),
                    (("k", "v"), Product(1, 0), DiffVector(1, 7)),
@@ -223,6 +241,7 @@ def test_vector_diffs_in_a_trace():
 KINDS = ["product", "product3", "altneu"]
 
 
+@both_layouts
 @pytest.mark.parametrize("kind", KINDS)
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
@@ -241,6 +260,7 @@ def test_compaction_preserves_accumulations(kind, data):
             assert nested(tr, t) == accumulate(ups, t), t
 
 
+@both_layouts
 @settings(max_examples=60, deadline=None)
 @given(keyed_updates("product", max_size=30), antichains("product", max_value=4))
 def test_after_compact_no_zeros_and_no_duplicates(ups, frontier):
@@ -257,6 +277,7 @@ def test_after_compact_no_zeros_and_no_duplicates(ups, frontier):
 
 # --- batching: one batch or many, same accumulations -------------------------------
 
+@both_layouts
 @settings(max_examples=80, deadline=None)
 @given(keyed_updates("product", max_value=4, max_size=40),
        st.lists(st.booleans(), min_size=6, max_size=6),
@@ -291,6 +312,7 @@ class TraceMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
+        self.layout = columnar.set_columnar_min(None)
         self.trace = Trace(Antichain([Product(0, 0)]))
         self.model: list = []
         self.saved: list = []
@@ -384,6 +406,14 @@ class TraceMachine(RuleBasedStateMachine):
             with pytest.raises(CompactionError):
                 self.trace.set_logical_compaction(Antichain([behind[0]]))
 
+    @rule(threshold=st.sampled_from([None, 0, 6]))
+    def switch_layout(self, threshold):
+        """Rows, columns, or columns from 6 updates: later batches and merges take it."""
+        columnar.set_columnar_min(threshold)
+
+    def teardown(self):
+        columnar.set_columnar_min(self.layout)
+
     @invariant()
     def check(self):
         self.trace._check()
@@ -394,6 +424,7 @@ TraceMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=
 test_trace_state_machine = TraceMachine.TestCase
 
 
+@both_layouts
 def test_sort_key_is_a_linear_extension_on_the_test_grid():
     # The cursor sorts times by sort_key: on a grid, <= must imply key order.
     from lattice import less_equal

@@ -7,6 +7,8 @@ parser and the planners: multiplicities multiply across atoms, bindings sum.
 
 from __future__ import annotations
 
+import pytest
+
 import random
 from collections import defaultdict
 
@@ -16,6 +18,9 @@ from hypothesis import given, settings, strategies as st
 import ddflow
 from ddflow.query import query
 from ddflow.testing import check_law, evaluate, updates
+
+# Every test here runs with batches in rows and in columns (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("both_layouts")
 
 # Query shapes: (rule text, body as (relation, terms), head).  Terms: variable names
 # (str) or constants (int, written in the rule as is).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from collections import defaultdict
 
 from hypothesis import given, settings, strategies as st
@@ -10,6 +12,9 @@ import ddflow
 from lattice import Product
 from ddflow.testing import evaluate, join_closure
 from tests.strategies import SCHEDULES, assert_law, by_key, keyed_updates, updates
+
+# Every test here runs with batches in rows and in columns (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("both_layouts")
 
 KINDS = st.sampled_from(["product", "product3", "int"])
 

@@ -10,6 +10,9 @@ from operators.reduce import Reduce
 from ddflow.testing import evaluate, join_closure
 from tests.strategies import SCHEDULES, assert_law, by_key, keyed_updates
 
+# Every test here runs with batches in rows and in columns (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("both_layouts")
+
 KINDS = st.sampled_from(["product", "product3", "int"])
 
 

@@ -12,6 +12,9 @@ from ddflow.engine.bsp import InProcessShards
 from ddflow.testing import evaluate
 from tests.ddflow.engine.cases import CASES
 
+# Every test here runs with batches in rows and in columns (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("both_layouts")
+
 
 @pytest.mark.parametrize("name", sorted(CASES))
 @settings(max_examples=40)
