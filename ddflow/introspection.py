@@ -110,6 +110,13 @@ class Logging:
                                      time, -1)
             for port, t in self._frontier.pop(gone, ()):
                 s["frontiers"].update_at((gone, port, t), time, -1)
+            # A dropped operator owns no traces any more (metrics() no longer lists
+            # it): retract its sizes so `traces` agrees.  Its `activity` stays: the
+            # work it did happened.
+            for measure in TRACES.values():
+                value = self._last.pop(("traces", gone, measure), 0)
+                if value:
+                    s["traces"].update_at((gone, measure), time, -value)
         for session in s.values():
             session.advance_to(upto)
 

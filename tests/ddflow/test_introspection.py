@@ -162,3 +162,29 @@ def test_a_failed_run_logs_nothing_and_cpu_time_needs_timing():
     invert = next(r for r in timed.metrics() if r["operator"] == "invert")
     assert act.at(1)[(invert["id"], "cpu_ns")] == invert["cpu_ns"]
     assert act.at(1)[(invert["id"], "records_in")] == invert["records_in"] == 1
+
+
+def test_a_drop_retracts_the_dropped_operators_trace_sizes():
+    df = ddflow.Dataflow()
+    s, c = df.new_collection("n")
+    c.map(lambda x: x + 1).capture("kept")
+    log = df.logging()
+    sizes = log.traces.capture("sizes")
+    extra = c.map(lambda x: x % 3).count().capture("extra")
+    for e in range(3):
+        s.insert(e)
+        s.advance_to(e + 1)
+        df.run()
+    before = {d[0] for d in sizes.at(2)}
+    df.drop(extra)
+    s.advance_to(4)
+    df.run()
+    logged = {n.id for n in log.logged_nodes()}
+    expect = {}
+    for r in df.metrics():
+        if r["id"] in logged:
+            for key, measure in TRACES.items():
+                if r[key]:
+                    expect[(r["id"], measure)] = r[key]
+    assert dict(sizes.at(3)) == expect
+    assert before - {d[0] for d in sizes.at(3)}   # some operator's sizes went away
