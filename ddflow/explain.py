@@ -52,9 +52,11 @@ _TIMED_STAGES = ("delay", "join_function")
 class Explanation:
     """The input records that reproduce `record` at `time` in a capture's output.
 
-    `inputs`: for each input of the dataflow upstream of the capture (by the name
-    given to `new_collection`), the records needed, `{data: multiplicity at time}`;
-    `multiplicity`: the record's multiplicity in the output at `time`."""
+    `inputs`: for each input of the dataflow upstream of the capture, the records
+    needed, `{data: multiplicity at time}`, keyed by the name given to
+    `new_collection` (see `input_labels`: inputs sharing a name are told apart by
+    `(name, position)`); `multiplicity`: the record's multiplicity in the output at
+    `time`."""
 
     def __init__(self, capture: Any, record: Any, time: Any, multiplicity: Any,
                  inputs: dict[str, dict[Any, Any]]) -> None:
@@ -70,17 +72,20 @@ class Explanation:
 
     def check(self) -> bool:
         """Run a fresh copy of the dataflow on the explanation alone; True when the
-        record comes out with the same multiplicity (a `GraphError` says otherwise)."""
+        record comes out with the multiplicity the original capture holds at `time`
+        (read from the capture itself, not from the copy the walk ran on, so a wrong
+        copy cannot vouch for itself); a `GraphError` says otherwise."""
         got = replay(self.capture, self.inputs).get(self.record, 0)
-        if got != self.multiplicity:
+        want = self.capture.at(self.time).get(self.record, 0)
+        if got != want:
             raise GraphError(f"the explanation of {self.record!r} at {self.time!r} gives "
-                             f"multiplicity {got!r}, not {self.multiplicity!r}",
+                             f"multiplicity {got!r}, not {want!r}",
                              operator=self.capture.node.name, record=self.record,
                              time=self.time)
         return True
 
     def __repr__(self) -> str:
-        parts = ", ".join(f"{name}: {len(recs)}" for name, recs in self.inputs.items())
+        parts = ", ".join(f"{name!s}: {len(recs)}" for name, recs in self.inputs.items())
         return (f"Explanation({self.record!r} x{self.multiplicity} at {self.time!r}; "
                 f"{parts})")
 
@@ -101,11 +106,31 @@ def cone(node: Any) -> list:
     return [n for n in node.dataflow.nodes if id(n) in seen]
 
 
-def replicate(target: Any, contents: dict[str, dict], *, observe: bool, reader: type
+def input_labels(nodes: Iterable[Any]) -> dict[int, Any]:
+    """`{id(input node): label}` for the inputs among `nodes`: its name, or, when
+    several inputs share that name (`new_collection` allows it), `(name, position)`,
+    position counting those inputs in the dataflow's order from 0.  Explanations key
+    inputs by these labels, so that each stands for one node, never for two."""
+    inputs = [n for n in nodes if n.kind == "input"]
+    names: dict[str, int] = {}
+    for n in inputs:
+        names[n.name] = names.get(n.name, 0) + 1
+    labels, seen = {}, {}
+    for n in inputs:
+        if names[n.name] == 1:
+            labels[id(n)] = n.name
+        else:
+            labels[id(n)] = (n.name, seen.get(n.name, 0))
+            seen[n.name] = seen.get(n.name, 0) + 1
+    return labels
+
+
+def replicate(target: Any, contents: dict[Any, dict], *, observe: bool, reader: type
               ) -> tuple[Any, dict[int, Any]]:
     """A fresh dataflow holding a copy of the cone of node `target` (a capture's, or
-    any collection's), its inputs fed `contents` (`{input name: {data: multiplicity}}`)
-    at the least time and closed, and run.  With `observe`, every copied node has a
+    any collection's), its inputs fed `contents` (`{input label: {data:
+    multiplicity}}`, labels from `input_labels` of the cone) at the least time and
+    closed, and run.  With `observe`, every copied node has a
     capture of its own (in loops too), else `target` alone; `reader` is the class
     reading them (`ddflow.capture.Capture`).  Returns the copy and
     `{id(original node): capture of its copy}`."""
@@ -114,6 +139,7 @@ def replicate(target: Any, contents: dict[str, dict], *, observe: bool, reader: 
     original = target.dataflow
     Dataflow = type(original)
     nodes = cone(target)
+    labels = input_labels(nodes)
     for n in nodes:
         for stage in getattr(n, "stages", ()):
             if stage[0] in _TIMED_STAGES:
@@ -138,7 +164,7 @@ def replicate(target: Any, contents: dict[str, dict], *, observe: bool, reader: 
         if n.kind == "input":
             session, coll = copy.new_collection(n.name)
             made[id(n)] = coll.node
-            sessions.append((session, contents.get(n.name, {})))
+            sessions.append((session, contents.get(labels[id(n)], {})))
             continue
         inputs = [] if n.kind == "feedback" else [made[id(p)] for p in n.inputs]
         factory = n.factory
@@ -168,7 +194,7 @@ def replicate(target: Any, contents: dict[str, dict], *, observe: bool, reader: 
     return copy, caps
 
 
-def replay(capture: Any, contents: dict[str, dict]) -> dict:
+def replay(capture: Any, contents: dict[Any, dict]) -> dict:
     """`capture`'s output at the least time of a fresh copy fed only `contents`."""
     copy, caps = replicate(capture.node, contents, observe=False, reader=type(capture))
     return caps[id(capture.node)].at(copy.root.minimum)
@@ -179,21 +205,24 @@ def contents_at(node: Any, time: Any, reader: type) -> dict:
     read from the input itself, or from a copy of its cone fed the inputs there (read
     by `reader`, `ddflow.capture.Capture`)."""
     if node.kind == "input":
-        return input_contents(node, time)[node.name]
+        return input_contents(node, time)[node.name]     # the cone is the input alone
     copy, caps = replicate(node, input_contents(node, time), observe=False, reader=reader)
     return caps[id(node)].at(copy.root.minimum)
 
 
 # -- the backward walk ------------------------------------------------------------
 
-def input_contents(node: Any, time: Any) -> dict[str, dict]:
-    """The accumulation at `time` of every input upstream of `node`, by name."""
+def input_contents(node: Any, time: Any) -> dict[Any, dict]:
+    """The accumulation at `time` of every input upstream of `node`, by label
+    (`input_labels`)."""
     df = node.dataflow
+    nodes = cone(node)
+    labels = input_labels(nodes)
     out = {}
-    for n in cone(node):
+    for n in nodes:
         if n.kind == "input":
             session = next(s for s in df.sessions if s.node is n)
-            out[n.name] = session.contents(time)
+            out[labels[id(n)]] = session.contents(time)
     return out
 
 
@@ -209,10 +238,12 @@ def explain(capture: Any, record: Any, time: Any) -> Explanation:
                          f"{time!r}", operator=capture.node.name, record=record, time=time)
     walk = _Walk(copy, caps)
     demands = walk.run(capture.node, record, least)
-    inputs = {name: {} for name in contents}
+    labels = input_labels(cone(capture.node))
+    inputs: dict[Any, dict] = {label: {} for label in contents}
     for n, recs in demands.items():
+        label = labels[id(n)]
         for data in recs:
-            inputs[n.name][data] = contents[n.name][data]
+            inputs[label][data] = contents[label][data]
     return Explanation(capture, record, time, mult, inputs)
 
 
@@ -395,5 +426,5 @@ def latest_final_of(df: Any) -> Any:
     return max(times, default=least)
 
 
-__all__ = ["Explanation", "cone", "contents_at", "explain", "latest_final",
+__all__ = ["Explanation", "cone", "contents_at", "explain", "input_labels", "latest_final",
            "latest_final_of", "replay", "replicate"]

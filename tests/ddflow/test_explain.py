@@ -200,3 +200,24 @@ def test_datalog_outputs_with_negation_explain_and_reproduce(edges):
             assert set(ex.inputs.get("e", {})) <= edges
             if name == "acyclic":       # a node's own out-edges are enough
                 assert all(a == record[0] for a, _b in ex.inputs["e"])
+
+
+def test_two_inputs_sharing_a_name_are_explained_apart():
+    """`new_collection` accepts a name twice: the explanation keys each input by its
+    node (`(name, position)` for the shared name), and `check()` compares with the
+    original capture, so a wrong explanation cannot pass."""
+    df = ddflow.Dataflow()
+    a_in, a = df.new_collection("x")
+    b_in, b = df.new_collection("x")
+    cap = a.join(b).capture()
+    a_in.insert((1, "a")); a_in.insert((2, "a2"))
+    b_in.insert((1, "b")); b_in.insert((3, "b3"))
+    a_in.advance_to(1); b_in.advance_to(1)
+    df.run()
+    ex = cap.explain((1, ("a", "b")))
+    assert ex.inputs == {("x", 0): {(1, "a"): 1}, ("x", 1): {(1, "b"): 1}}
+    assert ex.multiplicity == 1 and ex.check()
+    # A tampered explanation is caught against the original capture.
+    ex.inputs[("x", 1)] = {}
+    with pytest.raises(ddflow.GraphError):
+        ex.check()
