@@ -22,12 +22,20 @@ node `N`, accumulated at time `s`" (`s` is the least time outside loops, and
 * join, join_map, join_core, semijoin: both sides of every matching pair giving `x`;
 * reduce, count, sum, distinct, threshold, `distinct_trace`: the whole group of
   `x`'s key (the output is a function of the group), but for `min` / `max` only the
-  records holding the winning value (they alone give the same winner);
+  records holding the winning value or a better one (those cancel in the full
+  run; they alone give the same winner);
 * enter: `x` outside, at the outer time; feedback (a loop variable): `x` one round
   earlier; leave: `x` inside at the *last round it changed* (for a record that only
   appears, the round it first appears, so reachability explains a node by the edges
   of its shortest paths from the roots, not by the whole reached graph);
 * any other operator (worst-case optimal joins): everything its inputs hold then.
+
+Every rule reads an input's *support* at `s`, not its accumulation: the records
+with any update at or before `s` there, cancelled ones included.  A record that
+cancels to zero in the full run (`x.antijoin(y)` holding `x`'s record and its
+negation) may not cancel on a subset of the input, so a demand must reach it too:
+`x.antijoin(y).concat(x)` explains `x`'s record by `y`'s as well, else the replay
+would give it twice.
 
 At the inputs the demands are the explanation, each record with its multiplicity
 at `t`.  Outputs of other keys and updates after `t` never enter it.  Operators that
@@ -43,7 +51,6 @@ from lattice import Product, join, less_equal
 from ddflow.graph import Node, Scope
 from operators.capture import CaptureOp
 from ddflow.errors import GraphError, TimeError
-from ddflow.updates import accumulate
 
 #: Linear stages with no backward rule here: they move records in time.
 _TIMED_STAGES = ("delay", "join_function")
@@ -253,7 +260,8 @@ class _Walk:
     def __init__(self, copy: Any, caps: dict[int, Any]) -> None:
         self.copy = copy
         self.caps = caps
-        self._acc: dict[tuple, dict] = {}
+        self._support: dict[tuple, list] = {}
+        self._raw: dict[int, list] = {}
         self._updates: dict[int, list] = {}
         self._lineage: dict[tuple, dict] = {}
 
@@ -263,12 +271,20 @@ class _Walk:
             u = self._updates[id(node)] = self.caps[id(node)].updates
         return u
 
-    def acc(self, node: Any, time: Any) -> dict:
+    def support(self, node: Any, time: Any) -> list:
+        """The records of `node` with any update at or before `time`, as the copy's
+        operators sent them (before consolidation: cancelled records included), in
+        first-seen order."""
         key = (id(node), time)
-        a = self._acc.get(key)
-        if a is None:
-            a = self._acc[key] = accumulate(self.updates(node), time)
-        return a
+        out = self._support.get(key)
+        if out is None:
+            raw = self._raw.get(id(node))
+            if raw is None:
+                cap_node = self.caps[id(node)].node
+                raw = self._raw[id(node)] = self.copy.engine.captured_since(cap_node, None)[0]
+            out = self._support[key] = list(dict.fromkeys(
+                d for d, s, _r in raw if less_equal(s, time)))
+        return out
 
     def ops(self, node: Any) -> Any:
         # The copy's operator for an original node: for its parameters (join kind and
@@ -300,7 +316,7 @@ class _Walk:
             op = self.ops(n)
             return [(ins[0], x[0] if op.by_self else x, t)]
         if kind == "concat":
-            return [(p, x, t) for p in ins if self.acc(p, t).get(x)]
+            return [(p, x, t) for p in ins if x in self.support(p, t)]
         if kind == "linear":
             return [(ins[0], y, t) for y in self.linear_sources(n, x, t)]
         if kind == "enter":
@@ -316,7 +332,7 @@ class _Walk:
         if kind == "reduce":
             return self.group_sources(n, x, t)
         # No rule: everything the inputs hold then (sound, not concise).
-        return [(p, y, t) for p in ins for y in self.acc(p, t)]
+        return [(p, y, t) for p in ins for y in self.support(p, t)]
 
     def linear_sources(self, n: Any, x: Any, t: Any) -> list:
         key = (id(n), t)
@@ -324,7 +340,7 @@ class _Walk:
         if lineage is None:
             lineage = self._lineage[key] = {}
             op = n.factory(0, lambda _n: None)      # a fresh linear: no state read
-            for y in self.acc(n.inputs[0], t):
+            for y in self.support(n.inputs[0], t):
                 op.on_input(0, [(y, t, 1)])
                 for z, _s, r in op.take_output():
                     if r:
@@ -339,9 +355,9 @@ class _Walk:
             op = self.ops(n)
             left, right = n.inputs
             by_key: dict = {}
-            for rec in self.acc(right, t):
+            for rec in self.support(right, t):
                 by_key.setdefault(rec[0], []).append(rec)
-            for a in self.acc(left, t):
+            for a in self.support(left, t):
                 for b in by_key.get(a[0], ()):
                     for z in _join_outputs(op, a, b):
                         lineage.setdefault(z, []).append((a, b))
@@ -359,9 +375,13 @@ class _Walk:
         logic = getattr(op, "logic", None)
         # A reduce gives (key, output); `distinct_trace` gives the record itself.
         k = x[0] if logic is not None else x
-        group = [rec for rec in self.acc(source, t) if rec[0] == k]
-        if logic in (red.min_logic, red.max_logic):
-            group = [rec for rec in group if rec[1] == x[1]]
+        group = [rec for rec in self.support(source, t) if rec[0] == k]
+        # The winner's holders, and any record that would beat it were it not
+        # cancelled in the full run (it may not be on a subset).
+        if logic is red.min_logic:
+            group = [rec for rec in group if rec[1] <= x[1]]
+        elif logic is red.max_logic:
+            group = [rec for rec in group if rec[1] >= x[1]]
         return [(source, rec, t) for rec in group]
 
     def settled(self, inner: Any, x: Any, t: Any) -> Any:
