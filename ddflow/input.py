@@ -144,9 +144,10 @@ class InputSession:
     def contents(self, time: Any) -> dict:
         """The input's accumulation at `time`, over what the engine has received
         (`{data: multiplicity}`): what explanations start from (`ddflow.explain`).
-        The input keeps its history compacted one step behind its frontier, so the
-        latest final time is always there; an earlier time compacted away raises
-        `CompactionError` naming it."""
+        The input keeps its history compacted one step behind the slowest open
+        input's frontier (`InputOp.horizon`), so the dataflow's latest final time is
+        always there, however unevenly the inputs advance; an earlier time compacted
+        away raises `CompactionError` naming it."""
         from ddflow.errors import CompactionError
         from ddflow.updates import accumulate
         time = as_time(time)
@@ -235,14 +236,15 @@ class InputOp(Operator):
     It keeps what it has emitted, compacted (`history`), so that an operator added
     after `run()` can be handed the input's contents (`snapshot`): the input's own
     arrangement, in differential dataflow's terms.  The history is re-compacted to
-    the frontier whenever it has doubled since the last time, at a constant
+    the frontier (no further than the slowest open input allows: `horizon`)
+    whenever it has doubled since the last time, at a constant
     amortised cost per update: it holds at most twice the records it held after its
     last compaction.  That bounds it by the live records only while they do not
     shrink: deleting every record leaves the deletions and what they cancel (up to
     twice the old size) until the next updates trigger a compaction.
     """
 
-    _state = ("_frontier", "_behind", "since", "_live")
+    _state = ("_frontier", "_behind", "since", "_live", "horizon")
     _append_only = ("history",)
 
     def __init__(self, name: str) -> None:
@@ -254,6 +256,11 @@ class InputOp(Operator):
         self._behind: Antichain = EMPTY
         #: The frontier the history was last compacted to (None: never).
         self.since: Antichain | None = None
+        #: Set by the worker: the meet over the dataflow's open inputs of their
+        #: frontiers one step behind (None: this input's own; empty: an open input
+        #: has not moved yet, keep every time).  The latest final time depends on
+        #: the slowest input, so no input compacts past it.
+        self.horizon: Antichain | None = None
         self.history: list = []
         self._live = 0          # the history's length after its last compaction
 
@@ -264,6 +271,11 @@ class InputOp(Operator):
     @frontier.setter
     def frontier(self, frontier: Antichain) -> None:
         self._behind, self._frontier = self._frontier, frontier
+
+    @property
+    def behind(self) -> Antichain:
+        """The frontier before the last move (empty before the first)."""
+        return self._behind
 
     def on_input(self, port: int, updates: list) -> None:
         self.records_in += len(updates)
@@ -276,9 +288,12 @@ class InputOp(Operator):
 
     def _compact(self) -> None:
         # A fresh list, not an edit in place: the undo journal keeps the old one.
-        self.history = _advanced(self.history, self._behind)
-        if not self._behind.is_empty():
-            self.since = self._behind
+        to, horizon = self._behind, self.horizon
+        if horizon is not None:             # no further than the slowest input allows
+            to = horizon if horizon.is_empty() else to if to.is_empty() else to.meet(horizon)
+        self.history = _advanced(self.history, to)
+        if not to.is_empty():
+            self.since = to
         self._live = len(self.history)
 
     def snapshot(self, time: Any) -> list:

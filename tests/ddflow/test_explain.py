@@ -240,3 +240,39 @@ def test_a_record_cancelled_on_one_branch_is_still_demanded_there():
     ex = cap.explain((1, "r"))
     assert ex.inputs == {"x": {(1, "r"): 1}, "y": {1: 1}}
     assert ex.check()
+
+
+def test_inputs_advancing_unevenly_keep_the_latest_final_time_explainable():
+    """Each input compacts no further than the slowest open input allows: the
+    latest final time of a join waits for `b`, so `a` keeps it exact."""
+    df = ddflow.Dataflow()
+    a_in, a = df.new_collection("a")
+    b_in, b = df.new_collection("b")
+    cap = a.join(b).capture()
+    b_in.insert((1, "b"))
+    b_in.advance_to(1)
+    for e in range(8):
+        a_in.insert((1, e))
+        a_in.advance_to(e + 1)
+        df.run()
+    ex = cap.explain((1, (0, "b")))
+    assert ex.time == 0
+    assert ex.inputs == {"a": {(1, 0): 1}, "b": {(1, "b"): 1}} and ex.check()
+    # Once b moves on, a may compact to the new horizon; its latest final time stays.
+    b_in.advance_to(9)
+    for e in range(8, 40):
+        a_in.insert((1, e))
+        a_in.advance_to(e + 1)
+        df.run()
+    ex = cap.explain((1, (7, "b")))
+    assert ex.time == 8 and ex.check()
+    # A closed input holds nothing back; the latest final time stays explainable.
+    b_in.close()
+    for e in range(40, 60):
+        a_in.insert((1, e))
+        a_in.advance_to(e + 1)
+        df.run()
+    ex = cap.explain((1, (58, "b")))
+    assert ex.time == 59 and ex.check()
+    a_op = df.engine.operators(a.node)[0]
+    assert a_op.since is not None and not a_op.since.less_equal(0)   # it did compact
