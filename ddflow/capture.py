@@ -155,10 +155,7 @@ class Capture:
         """
         self._check_live()
         time = self._check_time(time)
-        if self.since is not None and not less_equal(self.since, time):
-            raise TimeError(f"capture '{self.node.name}' was added to the running dataflow "
-                            f"at {self.since!r}: it answers at times in advance of that, "
-                            f"not at {time!r}", operator=self.node.name, time=time)
+        self._check_since(time)
         final = not self.frontier.less_equal(time)
         if not (final or partial):
             raise self._not_final(time)
@@ -172,6 +169,14 @@ class Capture:
             self._advance_checkpoint(time, result)
         return result
 
+    def _check_since(self, time: Any) -> None:
+        """Refuse a time not in advance of `since` (a capture added to a running
+        dataflow holds what happened before it compacted into one snapshot)."""
+        if self.since is not None and not less_equal(self.since, time):
+            raise TimeError(f"capture '{self.node.name}' was added to the running dataflow "
+                            f"at {self.since!r}: it answers at times in advance of that, "
+                            f"not at {time!r}", operator=self.node.name, time=time)
+
     def changes(self, time: Any, *, partial: bool = False) -> list[tuple]:
         """The consolidated updates at exactly `time` (not the accumulation: what
         changed there), as `(data, time, diff)` sorted by data.
@@ -180,9 +185,15 @@ class Capture:
         updates alone once the first call has built it (one scan of the history):
         a call costs O(changes at `time`), not O(history).  Like `at`, `time` must
         be final unless `partial=True`.
+
+        On a capture added to a running dataflow (`since` not None) `time` must be
+        in advance of `since`, as for `at`; `changes(since)` is then the snapshot
+        the capture started from (everything before it, compacted to `since`) plus
+        what changed at `since` afterwards, not only the latter.
         """
         self._check_live()
         time = self._check_time(time)
+        self._check_since(time)
         if not partial and self.frontier.less_equal(time):
             raise self._not_final(time)     # some input may still change it
         self._sync()

@@ -37,7 +37,7 @@ from ddflow import graph, viz
 from ddflow.capture import Capture
 from ddflow.collection import Collection
 from ddflow.engine.local import LocalEngine
-from ddflow.errors import GraphError, StalledRunWarning, TimeError
+from ddflow.errors import DataflowError, GraphError, StalledRunWarning, TimeError
 from ddflow.graph import Graph, Node, Scope  # noqa: F401 - the graph model, re-exported
 from ddflow.input import InputOp, InputSession
 from operators.capture import CaptureOp  # noqa: F401 - re-exported from the front door
@@ -163,9 +163,21 @@ class Dataflow(Graph):
             time = join(time, s.time)
         if logging is not None:
             # The run's activity, logged at the time it started from, then run
-            # through whatever reads the logging collections.
+            # through whatever reads the logging collections.  The user's step has
+            # committed: if this one fails, only the logging is undone.
+            saved = logging.save()
             logging.record(started, time)
-            self._step()
+            try:
+                self._step()
+            except DataflowError as err:
+                logging.restore(saved)
+                for s in self.sessions:
+                    if not logging.is_logging(s):
+                        s.mark_ran()
+                raise _logging_failed(err) from err
+            except BaseException:
+                logging.restore(saved)
+                raise
         for s in self.sessions:
             s.mark_ran()
         self.time_ran = time
@@ -312,6 +324,20 @@ class Dataflow(Graph):
                                  "outer": outer, "round": rnd, "changes": n,
                                  "sample": sample})
         return rows
+
+
+def _logging_failed(err: DataflowError) -> DataflowError:
+    """`err`, raised by the logging's step, saying what a caller must know: the
+    user's step of that run committed (its outputs moved), the logging's did not."""
+    note = ("; run(): the dataflow's own step committed, the logging's step (run "
+            "over df.logging()'s collections) was rolled back and is retried by the "
+            "next run()")
+    try:
+        return type(err)(err.message + note, operator=err.operator, record=err.record,
+                         time=err.time)
+    except TypeError:       # a subclass built otherwise: keep it, say it aside
+        err.add_note(note[2:])
+        return err
 
 
 def _root_time(time: Any) -> Any:

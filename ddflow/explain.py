@@ -22,12 +22,20 @@ node `N`, accumulated at time `s`" (`s` is the least time outside loops, and
 * join, join_map, join_core, semijoin: both sides of every matching pair giving `x`;
 * reduce, count, sum, distinct, threshold, `distinct_trace`: the whole group of
   `x`'s key (the output is a function of the group), but for `min` / `max` only the
-  records holding the winning value (they alone give the same winner);
+  records holding the winning value or a better one (those cancel in the full
+  run; they alone give the same winner);
 * enter: `x` outside, at the outer time; feedback (a loop variable): `x` one round
   earlier; leave: `x` inside at the *last round it changed* (for a record that only
   appears, the round it first appears, so reachability explains a node by the edges
   of its shortest paths from the roots, not by the whole reached graph);
 * any other operator (worst-case optimal joins): everything its inputs hold then.
+
+Every rule reads an input's *support* at `s`, not its accumulation: the records
+with any update at or before `s` there, cancelled ones included.  A record that
+cancels to zero in the full run (`x.antijoin(y)` holding `x`'s record and its
+negation) may not cancel on a subset of the input, so a demand must reach it too:
+`x.antijoin(y).concat(x)` explains `x`'s record by `y`'s as well, else the replay
+would give it twice.
 
 At the inputs the demands are the explanation, each record with its multiplicity
 at `t`.  Outputs of other keys and updates after `t` never enter it.  Operators that
@@ -43,7 +51,6 @@ from lattice import Product, join, less_equal
 from ddflow.graph import Node, Scope
 from operators.capture import CaptureOp
 from ddflow.errors import GraphError, TimeError
-from ddflow.updates import accumulate
 
 #: Linear stages with no backward rule here: they move records in time.
 _TIMED_STAGES = ("delay", "join_function")
@@ -52,9 +59,11 @@ _TIMED_STAGES = ("delay", "join_function")
 class Explanation:
     """The input records that reproduce `record` at `time` in a capture's output.
 
-    `inputs`: for each input of the dataflow upstream of the capture (by the name
-    given to `new_collection`), the records needed, `{data: multiplicity at time}`;
-    `multiplicity`: the record's multiplicity in the output at `time`."""
+    `inputs`: for each input of the dataflow upstream of the capture, the records
+    needed, `{data: multiplicity at time}`, keyed by the name given to
+    `new_collection` (see `input_labels`: inputs sharing a name are told apart by
+    `(name, position)`); `multiplicity`: the record's multiplicity in the output at
+    `time`."""
 
     def __init__(self, capture: Any, record: Any, time: Any, multiplicity: Any,
                  inputs: dict[str, dict[Any, Any]]) -> None:
@@ -70,17 +79,20 @@ class Explanation:
 
     def check(self) -> bool:
         """Run a fresh copy of the dataflow on the explanation alone; True when the
-        record comes out with the same multiplicity (a `GraphError` says otherwise)."""
+        record comes out with the multiplicity the original capture holds at `time`
+        (read from the capture itself, not from the copy the walk ran on, so a wrong
+        copy cannot vouch for itself); a `GraphError` says otherwise."""
         got = replay(self.capture, self.inputs).get(self.record, 0)
-        if got != self.multiplicity:
+        want = self.capture.at(self.time).get(self.record, 0)
+        if got != want:
             raise GraphError(f"the explanation of {self.record!r} at {self.time!r} gives "
-                             f"multiplicity {got!r}, not {self.multiplicity!r}",
+                             f"multiplicity {got!r}, not {want!r}",
                              operator=self.capture.node.name, record=self.record,
                              time=self.time)
         return True
 
     def __repr__(self) -> str:
-        parts = ", ".join(f"{name}: {len(recs)}" for name, recs in self.inputs.items())
+        parts = ", ".join(f"{name!s}: {len(recs)}" for name, recs in self.inputs.items())
         return (f"Explanation({self.record!r} x{self.multiplicity} at {self.time!r}; "
                 f"{parts})")
 
@@ -101,11 +113,31 @@ def cone(node: Any) -> list:
     return [n for n in node.dataflow.nodes if id(n) in seen]
 
 
-def replicate(target: Any, contents: dict[str, dict], *, observe: bool, reader: type
+def input_labels(nodes: Iterable[Any]) -> dict[int, Any]:
+    """`{id(input node): label}` for the inputs among `nodes`: its name, or, when
+    several inputs share that name (`new_collection` allows it), `(name, position)`,
+    position counting those inputs in the dataflow's order from 0.  Explanations key
+    inputs by these labels, so that each stands for one node, never for two."""
+    inputs = [n for n in nodes if n.kind == "input"]
+    names: dict[str, int] = {}
+    for n in inputs:
+        names[n.name] = names.get(n.name, 0) + 1
+    labels, seen = {}, {}
+    for n in inputs:
+        if names[n.name] == 1:
+            labels[id(n)] = n.name
+        else:
+            labels[id(n)] = (n.name, seen.get(n.name, 0))
+            seen[n.name] = seen.get(n.name, 0) + 1
+    return labels
+
+
+def replicate(target: Any, contents: dict[Any, dict], *, observe: bool, reader: type
               ) -> tuple[Any, dict[int, Any]]:
     """A fresh dataflow holding a copy of the cone of node `target` (a capture's, or
-    any collection's), its inputs fed `contents` (`{input name: {data: multiplicity}}`)
-    at the least time and closed, and run.  With `observe`, every copied node has a
+    any collection's), its inputs fed `contents` (`{input label: {data:
+    multiplicity}}`, labels from `input_labels` of the cone) at the least time and
+    closed, and run.  With `observe`, every copied node has a
     capture of its own (in loops too), else `target` alone; `reader` is the class
     reading them (`ddflow.capture.Capture`).  Returns the copy and
     `{id(original node): capture of its copy}`."""
@@ -114,6 +146,7 @@ def replicate(target: Any, contents: dict[str, dict], *, observe: bool, reader: 
     original = target.dataflow
     Dataflow = type(original)
     nodes = cone(target)
+    labels = input_labels(nodes)
     for n in nodes:
         for stage in getattr(n, "stages", ()):
             if stage[0] in _TIMED_STAGES:
@@ -138,7 +171,7 @@ def replicate(target: Any, contents: dict[str, dict], *, observe: bool, reader: 
         if n.kind == "input":
             session, coll = copy.new_collection(n.name)
             made[id(n)] = coll.node
-            sessions.append((session, contents.get(n.name, {})))
+            sessions.append((session, contents.get(labels[id(n)], {})))
             continue
         inputs = [] if n.kind == "feedback" else [made[id(p)] for p in n.inputs]
         factory = n.factory
@@ -168,7 +201,7 @@ def replicate(target: Any, contents: dict[str, dict], *, observe: bool, reader: 
     return copy, caps
 
 
-def replay(capture: Any, contents: dict[str, dict]) -> dict:
+def replay(capture: Any, contents: dict[Any, dict]) -> dict:
     """`capture`'s output at the least time of a fresh copy fed only `contents`."""
     copy, caps = replicate(capture.node, contents, observe=False, reader=type(capture))
     return caps[id(capture.node)].at(copy.root.minimum)
@@ -179,21 +212,24 @@ def contents_at(node: Any, time: Any, reader: type) -> dict:
     read from the input itself, or from a copy of its cone fed the inputs there (read
     by `reader`, `ddflow.capture.Capture`)."""
     if node.kind == "input":
-        return input_contents(node, time)[node.name]
+        return input_contents(node, time)[node.name]     # the cone is the input alone
     copy, caps = replicate(node, input_contents(node, time), observe=False, reader=reader)
     return caps[id(node)].at(copy.root.minimum)
 
 
 # -- the backward walk ------------------------------------------------------------
 
-def input_contents(node: Any, time: Any) -> dict[str, dict]:
-    """The accumulation at `time` of every input upstream of `node`, by name."""
+def input_contents(node: Any, time: Any) -> dict[Any, dict]:
+    """The accumulation at `time` of every input upstream of `node`, by label
+    (`input_labels`)."""
     df = node.dataflow
+    nodes = cone(node)
+    labels = input_labels(nodes)
     out = {}
-    for n in cone(node):
+    for n in nodes:
         if n.kind == "input":
             session = next(s for s in df.sessions if s.node is n)
-            out[n.name] = session.contents(time)
+            out[labels[id(n)]] = session.contents(time)
     return out
 
 
@@ -209,10 +245,12 @@ def explain(capture: Any, record: Any, time: Any) -> Explanation:
                          f"{time!r}", operator=capture.node.name, record=record, time=time)
     walk = _Walk(copy, caps)
     demands = walk.run(capture.node, record, least)
-    inputs = {name: {} for name in contents}
+    labels = input_labels(cone(capture.node))
+    inputs: dict[Any, dict] = {label: {} for label in contents}
     for n, recs in demands.items():
+        label = labels[id(n)]
         for data in recs:
-            inputs[n.name][data] = contents[n.name][data]
+            inputs[label][data] = contents[label][data]
     return Explanation(capture, record, time, mult, inputs)
 
 
@@ -222,7 +260,8 @@ class _Walk:
     def __init__(self, copy: Any, caps: dict[int, Any]) -> None:
         self.copy = copy
         self.caps = caps
-        self._acc: dict[tuple, dict] = {}
+        self._support: dict[tuple, list] = {}
+        self._raw: dict[int, list] = {}
         self._updates: dict[int, list] = {}
         self._lineage: dict[tuple, dict] = {}
 
@@ -232,12 +271,20 @@ class _Walk:
             u = self._updates[id(node)] = self.caps[id(node)].updates
         return u
 
-    def acc(self, node: Any, time: Any) -> dict:
+    def support(self, node: Any, time: Any) -> list:
+        """The records of `node` with any update at or before `time`, as the copy's
+        operators sent them (before consolidation: cancelled records included), in
+        first-seen order."""
         key = (id(node), time)
-        a = self._acc.get(key)
-        if a is None:
-            a = self._acc[key] = accumulate(self.updates(node), time)
-        return a
+        out = self._support.get(key)
+        if out is None:
+            raw = self._raw.get(id(node))
+            if raw is None:
+                cap_node = self.caps[id(node)].node
+                raw = self._raw[id(node)] = self.copy.engine.captured_since(cap_node, None)[0]
+            out = self._support[key] = list(dict.fromkeys(
+                d for d, s, _r in raw if less_equal(s, time)))
+        return out
 
     def ops(self, node: Any) -> Any:
         # The copy's operator for an original node: for its parameters (join kind and
@@ -269,7 +316,7 @@ class _Walk:
             op = self.ops(n)
             return [(ins[0], x[0] if op.by_self else x, t)]
         if kind == "concat":
-            return [(p, x, t) for p in ins if self.acc(p, t).get(x)]
+            return [(p, x, t) for p in ins if x in self.support(p, t)]
         if kind == "linear":
             return [(ins[0], y, t) for y in self.linear_sources(n, x, t)]
         if kind == "enter":
@@ -285,7 +332,7 @@ class _Walk:
         if kind == "reduce":
             return self.group_sources(n, x, t)
         # No rule: everything the inputs hold then (sound, not concise).
-        return [(p, y, t) for p in ins for y in self.acc(p, t)]
+        return [(p, y, t) for p in ins for y in self.support(p, t)]
 
     def linear_sources(self, n: Any, x: Any, t: Any) -> list:
         key = (id(n), t)
@@ -293,7 +340,7 @@ class _Walk:
         if lineage is None:
             lineage = self._lineage[key] = {}
             op = n.factory(0, lambda _n: None)      # a fresh linear: no state read
-            for y in self.acc(n.inputs[0], t):
+            for y in self.support(n.inputs[0], t):
                 op.on_input(0, [(y, t, 1)])
                 for z, _s, r in op.take_output():
                     if r:
@@ -308,9 +355,9 @@ class _Walk:
             op = self.ops(n)
             left, right = n.inputs
             by_key: dict = {}
-            for rec in self.acc(right, t):
+            for rec in self.support(right, t):
                 by_key.setdefault(rec[0], []).append(rec)
-            for a in self.acc(left, t):
+            for a in self.support(left, t):
                 for b in by_key.get(a[0], ()):
                     for z in _join_outputs(op, a, b):
                         lineage.setdefault(z, []).append((a, b))
@@ -328,9 +375,13 @@ class _Walk:
         logic = getattr(op, "logic", None)
         # A reduce gives (key, output); `distinct_trace` gives the record itself.
         k = x[0] if logic is not None else x
-        group = [rec for rec in self.acc(source, t) if rec[0] == k]
-        if logic in (red.min_logic, red.max_logic):
-            group = [rec for rec in group if rec[1] == x[1]]
+        group = [rec for rec in self.support(source, t) if rec[0] == k]
+        # The winner's holders, and any record that would beat it were it not
+        # cancelled in the full run (it may not be on a subset).
+        if logic is red.min_logic:
+            group = [rec for rec in group if rec[1] <= x[1]]
+        elif logic is red.max_logic:
+            group = [rec for rec in group if rec[1] >= x[1]]
         return [(source, rec, t) for rec in group]
 
     def settled(self, inner: Any, x: Any, t: Any) -> Any:
@@ -395,5 +446,5 @@ def latest_final_of(df: Any) -> Any:
     return max(times, default=least)
 
 
-__all__ = ["Explanation", "cone", "contents_at", "explain", "latest_final",
+__all__ = ["Explanation", "cone", "contents_at", "explain", "input_labels", "latest_final",
            "latest_final_of", "replay", "replicate"]

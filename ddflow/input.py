@@ -193,9 +193,10 @@ class InputSession:
     def contents(self, time: Any) -> dict:
         """The input's accumulation at `time`, over what the engine has received
         (`{data: multiplicity}`): what explanations start from (`ddflow.explain`).
-        The input keeps its history compacted one step behind its frontier, so the
-        latest final time is always there; an earlier time compacted away raises
-        `CompactionError` naming it."""
+        The input keeps its history compacted one step behind the slowest open
+        input's frontier (`InputOp.horizon`), so the dataflow's latest final time is
+        always there, however unevenly the inputs advance; an earlier time compacted
+        away raises `CompactionError` naming it."""
         from ddflow.errors import CompactionError
         from ddflow.updates import accumulate
         time = as_time(time)
@@ -284,14 +285,15 @@ class InputOp(Operator):
     It keeps what it has emitted, compacted (`history`), so that an operator added
     after `run()` can be handed the input's contents (`snapshot`): the input's own
     arrangement, in differential dataflow's terms.  The history is re-compacted to
-    the frontier whenever it has doubled since the last time, at a constant
+    the frontier (no further than the slowest open input allows: `horizon`)
+    whenever it has doubled since the last time, at a constant
     amortised cost per update: it holds at most twice the records it held after its
     last compaction.  That bounds it by the live records only while they do not
     shrink: deleting every record leaves the deletions and what they cancel (up to
     twice the old size) until the next updates trigger a compaction.
     """
 
-    _state = ("_frontier", "_behind", "since", "_live", "_columns")
+    _state = ("_frontier", "_behind", "since", "_live", "_columns", "horizon")
     _append_only = ("history",)
 
     def __init__(self, name: str) -> None:
@@ -303,6 +305,11 @@ class InputOp(Operator):
         self._behind: Antichain = EMPTY
         #: The frontier the history was last compacted to (None: never).
         self.since: Antichain | None = None
+        #: Set by the worker: the meet over the dataflow's open inputs of their
+        #: frontiers one step behind (None: this input's own; empty: an open input
+        #: has not moved yet, keep every time).  The latest final time depends on
+        #: the slowest input, so no input compacts past it.
+        self.horizon: Antichain | None = None
         self.history: list = []
         self._live = 0          # the history's length after its last compaction
         # The compacted history of plain records (ints, tuples of ints; int or
@@ -319,6 +326,11 @@ class InputOp(Operator):
     def frontier(self, frontier: Antichain) -> None:
         self._behind, self._frontier = self._frontier, frontier
 
+    @property
+    def behind(self) -> Antichain:
+        """The frontier before the last move (empty before the first)."""
+        return self._behind
+
     def on_input(self, port: int, updates: list) -> None:
         self.records_in += len(updates)
         # Consolidate first: an update and its retraction in one step cancel.
@@ -333,8 +345,13 @@ class InputOp(Operator):
 
     def _compact(self) -> None:
         # Fresh objects, not edits in place: the undo journal keeps the old ones.
-        # Compaction goes as far as the frontier before the last move (`_behind`).
-        rows, cols, frontier = self.history, self._columns, self._behind
+        # Compaction goes as far as the frontier before the last move (`_behind`),
+        # and no further than the slowest input allows (`horizon`).
+        frontier, horizon = self._behind, self.horizon
+        if horizon is not None:
+            frontier = (horizon if horizon.is_empty() else frontier if frontier.is_empty()
+                        else frontier.meet(horizon))
+        rows, cols = self.history, self._columns
         merged = None
         if wants_columns(len(rows) + self._column_records()):
             merged = _advanced_columns(rows, cols, frontier)

@@ -24,6 +24,12 @@ updates are its increments (a `count()` per operator sums them, a `join` with
   operator's input frontier at `port`: a frontier change is a retraction and an
   insertion.
 
+If the logging's own step fails (a user's operator on these collections raises),
+the user's step has already committed: `record` is undone (`restore`), the error
+says so, and the next run logs both runs' changes at the time the failed one
+started from.  Logging costs a second engine step per run (the logging's), so it
+roughly doubles the cost of a small epoch.
+
 A run's updates sit at the time the run started from (the join of the inputs' times
 at the end of the run before; the least time at first), so "the run of epoch e" is
 logged at `e` when inputs are advanced to `e + 1` before each run, and the inputs
@@ -110,8 +116,32 @@ class Logging:
                                      time, -1)
             for port, t in self._frontier.pop(gone, ()):
                 s["frontiers"].update_at((gone, port, t), time, -1)
+            # A dropped operator owns no traces any more (metrics() no longer lists
+            # it): retract its sizes so `traces` agrees.  Its `activity` stays: the
+            # work it did happened.
+            for measure in TRACES.values():
+                value = self._last.pop(("traces", gone, measure), 0)
+                if value:
+                    s["traces"].update_at((gone, measure), time, -value)
         for session in s.values():
             session.advance_to(upto)
+
+    def save(self) -> tuple:
+        """The bookkeeping and the sessions' times, for `restore` if the logging's
+        step fails."""
+        return (dict(self._last), set(self._shown),
+                {k: set(v) for k, v in self._frontier.items()},
+                {name: s.time for name, s in self.sessions.items()})
+
+    def restore(self, saved: tuple) -> None:
+        """Undo a `record` whose step failed (the engine rolled its own state
+        back, and `Dataflow._step` gave the sessions their updates back): withdraw
+        those updates and put the bookkeeping and times back, so the next run logs
+        the differences again from where the last successful one left them."""
+        self._last, self._shown, self._frontier, times = saved
+        for name, session in self.sessions.items():
+            session.take_pending()
+            session.time = times[name]
 
     def _log(self, session: Any, what: str, node_id: int, measure: str, value: int,
              time: Any) -> None:

@@ -378,8 +378,10 @@ class Derived(dict):
 
     def why(self, fact: Any, time: Any = None) -> Any:
         """A proof tree (`ddflow.proofs.Proof`) of `fact` (`'tc(1, 4)'`, or `(name,
-        values)`) at `time` (None: the latest final time): rule instances down to
-        input facts, of minimal height.  `QueryError` when it is not derived there."""
+        values)`) at `time` (None: the latest final time; else it must be final, or
+        `NotFinalError`): rule instances down to input facts (see `ddflow.proofs`
+        for what the tree's height promises).  `QueryError` when it is not derived
+        there."""
         from ddflow.capture import Capture
         from ddflow.explain import contents_at, latest_final_of
         from ddflow.proofs import Derivations, parse_fact
@@ -389,12 +391,36 @@ class Derived(dict):
                              f"({', '.join(self)})")
         if time is None:
             time = latest_final_of(self.dataflow)
+        else:
+            _check_final(self, time)
         if self.given and next(iter(self.given.values())).scope.parent is not None:
             raise QueryError("why() reads relations of the root scope; this program's "
                              "were entered into a loop")
         inputs = {name: {d for d, m in contents_at(rel.node, time, Capture).items() if m > 0}
                   for name, rel in self.given.items()}
         return Derivations(self.program, inputs).proof(fact)
+
+
+def _check_final(derived: Any, time: Any) -> None:
+    """`NotFinalError` unless every input upstream of the program's given relations
+    has made `time` final and handed its updates there to the engine (as
+    `Capture.explain` requires of its time)."""
+    from ddflow.errors import NotFinalError
+    from ddflow.explain import cone
+    from lattice import less_equal
+    df = derived.dataflow
+    upstream = {id(n) for rel in derived.given.values() for n in cone(rel.node)}
+    for s in df.sessions:
+        if id(s.node) not in upstream:
+            continue
+        if not s.closed and less_equal(s.time, time):
+            raise NotFinalError(f"why(): the answer at {time!r} is not final yet: "
+                                f"advance_to() a time past it (or close()) on "
+                                f"{s.name!r}, then run()", operator=s.name, time=time)
+        if any(less_equal(t, time) for _d, t, _r in s.pending):
+            raise NotFinalError(f"why(): input {s.name!r} has updates at or before "
+                                f"{time!r} not yet run: run() first",
+                                operator=s.name, time=time)
 
 
 class _Compiler:

@@ -7,8 +7,12 @@ each leaf an input fact (or a fact of the program's text).  This module isolates
 that: a plain evaluation of a parsed program (`ddflow.programs.Program`) over input
 sets, stratum by stratum and round by round, that keeps each fact's first derivation
 (the rule, the premises it matched, the negated atoms that held); a first derivation
-only reads facts of earlier rounds, so the tree it unfolds has minimal height and no
-cycles.  It leaves out the dataflow: the inputs' sets at a time come from
+only reads facts of earlier rounds, so the tree it unfolds has no cycles.  What its
+height promises: each fact of a stratum sits at the earliest round of that stratum
+that derives it, so with one stratum (or counting lower strata's facts as leaves)
+the tree has minimal height; across strata it need not, since of the clauses that
+derive a fact in its first round the first one found is kept, whatever the heights
+of its lower-stratum premises' own trees.  It leaves out the dataflow: the inputs' sets at a time come from
 `ddflow.explain.contents_at`, and `Derived.why` puts the two together.
 
 A negated premise `!r(a)` holds because `r(a)` is absent from a lower stratum, which

@@ -71,6 +71,7 @@ class Worker:
         #: (`LocalEngine.time_operators`): off by default, since the thread clock is
         #: a system call (~0.8 us) per reading, twice per hook call.
         self.timed = False
+        self._input_nodes: set[int] = set()   # nodes told an input frontier
         self._load(plan, ops)
 
     def _load(self, plan: Plan, ops: Sequence[Sequence[Any]]) -> None:
@@ -167,13 +168,39 @@ class Worker:
             self.enqueue(dest, node, 0, part)
 
     def set_input_frontier(self, node: int, frontier: Antichain) -> None:
-        """An input's session moved: its operators' capability follows."""
+        """An input's session moved: its operators' capability follows, and every
+        input's compaction horizon (`InputOp.horizon`) with it."""
+        self._input_nodes.add(node)
+        moved = False
         for k, ops in enumerate(self.ops):
             op = ops[node]
             if op.frontier.elements != frontier.elements:   # (no Python-level __eq__)
                 self._touch(k, node)
                 op.frontier = frontier
                 self._sync_caps(k, node)
+                moved = True
+        if moved:
+            self._set_horizon()
+
+    def _set_horizon(self) -> None:
+        # The latest final time of the dataflow follows its slowest open input, so
+        # every input keeps its history exact from the meet over the open inputs of
+        # their frontiers one step behind (`InputOp.behind`; an input whose frontier
+        # has not moved since it was first told holds every input's whole history:
+        # an empty horizon).  Told before any stale value can matter: compaction
+        # runs in `on_input`, after every frontier is set.
+        for ops in self.ops:
+            horizon = None
+            for j in self._input_nodes:
+                op = ops[j]
+                if op.frontier.is_empty():
+                    continue                    # closed: it holds nothing back
+                if op.behind.is_empty():
+                    horizon = op.behind
+                    break
+                horizon = op.behind if horizon is None else horizon.meet(op.behind)
+            for j in self._input_nodes:
+                ops[j].horizon = horizon
 
     def set_external(self, stamps: dict) -> None:
         """Pointstamps held elsewhere: `{location: {time: count}}`, replacing the last."""

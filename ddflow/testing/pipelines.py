@@ -7,7 +7,10 @@ any other, and together they cover every operator family: linear (`map`, `filter
 `negate` + `concat`), join, semijoin, antijoin, the reduce family (`count`, `sum`,
 `min`, `max`, `distinct`, `threshold`, a user `reduce`), `distinct_trace`, loops
 (`iterate`, a nested `iterate`, one of them with `distinct_trace`), and a delta
-query.  Loops reach a fixpoint: their bodies end in a `distinct` over a finite
+query.  Some steps are not chains: `a` reaches their last operator both directly
+and through an antijoin or a negation (`DAG_STEPS`), so that records cancel on one
+branch and not on the other; `dags` draws pipelines holding at least one of them.
+Loops reach a fixpoint: their bodies end in a `distinct` over a finite
 domain.  Used to test properties that must hold of *any* dataflow (explanations
 reproduce their record; see tests/ddflow/test_explain.py).
 """
@@ -89,7 +92,15 @@ STEPS: dict[str, Callable[[Any, Any], Any]] = {
     "iterate_trace": lambda a, b: a.iterate(_step_body_trace(b)),
     "nested_iterate": lambda a, b: a.iterate(_nested(b)),
     "delta_query": lambda a, b: _triangles(a, b),
+    # DAGs: `a` directly and through an antijoin or a negation, into one operator.
+    "antijoin_concat": lambda a, b: a.antijoin(_distinct_keys(b)).concat(a),
+    "antijoin_join": lambda a, b: a.antijoin(_distinct_keys(b)).join(a).map(_mix),
+    "minus_antijoin_min": lambda a, b: a.concat(a.antijoin(_distinct_keys(b)).negate()).min(),
 }
+
+#: The steps in which `a` reaches an operator both directly and through a
+#: negation (an antijoin negates too).
+DAG_STEPS = ("antijoin_concat", "antijoin_join", "minus_antijoin_min")
 
 
 def _triangles(a: Any, b: Any) -> Any:
@@ -105,6 +116,13 @@ def pipelines(min_size: int = 1, max_size: int = 3, steps: tuple[str, ...] | Non
     return st.lists(st.sampled_from(names), min_size=min_size, max_size=max_size)
 
 
+def dags(max_size: int = 3) -> st.SearchStrategy[list[str]]:
+    """Pipelines (as `pipelines`) holding at least one of `DAG_STEPS`, anywhere."""
+    return pipelines(0, max_size - 1).flatmap(lambda before: st.builds(
+        lambda dag, after: before + [dag] + after, st.sampled_from(DAG_STEPS),
+        pipelines(0, max_size - 1 - len(before))))
+
+
 def build_pipeline(steps: list[str], a: Any, b: Any) -> Any:
     """`a` after each step of `steps` in turn (each may read `b`)."""
     for name in steps:
@@ -112,4 +130,4 @@ def build_pipeline(steps: list[str], a: Any, b: Any) -> Any:
     return a
 
 
-__all__ = ["STEPS", "build_pipeline", "pipelines"]
+__all__ = ["DAG_STEPS", "STEPS", "build_pipeline", "dags", "pipelines"]

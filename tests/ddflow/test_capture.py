@@ -387,3 +387,28 @@ def test_drain_hands_out_each_change_once_and_survives_a_rollback():
     assert out.drain() == [(20, 1, 1), (30, 0, 1), (60, 0, 1), (60, 2, -1)]
     assert out.drain() == [] and seen.drain() == []
     seen._check()
+
+
+def test_changes_refuses_times_before_a_late_capture_like_at():
+    """A capture added to a running dataflow holds a snapshot at `since`: `changes`
+    before it is refused as `at` is, and `changes(since)` is that snapshot."""
+    df = ddflow.Dataflow()
+    s, c = df.new_collection("n")
+    early = c.capture("early")
+    for e in range(3):
+        s.insert(e)
+        s.advance_to(e + 1)
+        df.run()
+    late = c.map(lambda x: x * 10).capture("late")
+    s.insert(3)
+    s.advance_to(4)
+    df.run()
+    assert late.since == 3
+    for t in range(3):
+        with pytest.raises(ddflow.TimeError):
+            late.at(t)
+        with pytest.raises(ddflow.TimeError):
+            late.changes(t)
+        assert early.changes(t) == [(t, t, 1)]
+    assert late.changes(3) == [(0, 3, 1), (10, 3, 1), (20, 3, 1), (30, 3, 1)]
+    assert dict(late.at(3)) == {0: 1, 10: 1, 20: 1, 30: 1}

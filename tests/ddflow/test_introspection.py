@@ -162,3 +162,62 @@ def test_a_failed_run_logs_nothing_and_cpu_time_needs_timing():
     invert = next(r for r in timed.metrics() if r["operator"] == "invert")
     assert act.at(1)[(invert["id"], "cpu_ns")] == invert["cpu_ns"]
     assert act.at(1)[(invert["id"], "records_in")] == invert["records_in"] == 1
+
+
+def test_a_drop_retracts_the_dropped_operators_trace_sizes():
+    df = ddflow.Dataflow()
+    s, c = df.new_collection("n")
+    c.map(lambda x: x + 1).capture("kept")
+    log = df.logging()
+    sizes = log.traces.capture("sizes")
+    extra = c.map(lambda x: x % 3).count().capture("extra")
+    for e in range(3):
+        s.insert(e)
+        s.advance_to(e + 1)
+        df.run()
+    before = {d[0] for d in sizes.at(2)}
+    df.drop(extra)
+    s.advance_to(4)
+    df.run()
+    logged = {n.id for n in log.logged_nodes()}
+    expect = {}
+    for r in df.metrics():
+        if r["id"] in logged:
+            for key, measure in TRACES.items():
+                if r[key]:
+                    expect[(r["id"], measure)] = r[key]
+    assert dict(sizes.at(3)) == expect
+    assert before - {d[0] for d in sizes.at(3)}   # some operator's sizes went away
+
+
+def test_a_failing_logging_step_is_undone_and_later_runs_work():
+    """A user operator on a logging collection raises once: the user's step has
+    committed (the error says so), the logging's is undone, and every later run
+    works, logging what both runs did."""
+    df = ddflow.Dataflow()
+    s, c = df.new_collection("n")
+    out = c.map(lambda x: x + 1).capture("out")
+    log = df.logging()
+    broken = {"on": False}
+
+    def f(r):
+        if broken["on"]:
+            raise ValueError("boom")
+        return r
+    act = log.activity.map(f).capture("act")
+    s.insert(1); s.advance_to(1); df.run()
+    broken["on"] = True
+    s.insert(2); s.advance_to(2)
+    with pytest.raises(ddflow.UserFunctionError, match="own step committed"):
+        df.run()
+    assert dict(out.at(1)) == {2: 1, 3: 1}     # the user's step committed
+    broken["on"] = False
+    for e in range(2, 5):
+        s.insert(e + 1); s.advance_to(e + 1)
+        df.run()
+        logged = {n.id for n in log.logged_nodes()}
+        latest = min(act.frontier.elements) - 1   # the failed run left a gap in times
+        got = {k: m for k, m in act.at(latest).items() if k[1] == "records_in"}
+        assert got == {(r["id"], "records_in"): r["records_in"] for r in df.metrics()
+                       if r["id"] in logged and r["records_in"]}
+    assert dict(out.at(4)) == {x + 1: 1 for x in range(1, 6)}

@@ -132,3 +132,21 @@ def test_the_cli_prints_a_proof(tmp_path: Path, capsys: pytest.CaptureFixture):
     assert main(["run", "datalog", "--program", str(program), "--facts", str(facts),
                  "--why", "tc(4, 1)"]) == 2
     assert "tc(4, 1) is not derived" in capsys.readouterr().err
+
+
+def test_why_at_a_time_not_final_is_refused():
+    df = ddflow.Dataflow()
+    e_in, e = df.new_collection("e")
+    out = ddflow.datalog("tc(x, y) :- e(x, y).\ntc(x, z) :- tc(x, y), e(y, z).", e=e)
+    e_in.insert((1, 2))
+    e_in.advance_to(1)
+    df.run()
+    assert out.why("tc(1, 2)", time=0).height() == 2
+    with pytest.raises(ddflow.NotFinalError):
+        out.why("tc(1, 2)", time=1)         # e may still change at 1
+    e_in.insert((2, 3))
+    e_in.advance_to(2)
+    with pytest.raises(ddflow.NotFinalError):
+        out.why("tc(1, 3)", time=1)         # advanced, but not run
+    df.run()
+    assert out.why("tc(1, 3)", time=1).height() == 3
