@@ -268,6 +268,15 @@ case("extend_one_bad_of_many",
      ("not in advance",), {"operator": "words", "record": "z", "time": 0})
 case("extend_not_iterable", lambda s: s.words_in.extend(5), DataError,
      ("iterable",), {"operator": "words", "record": 5})
+case("nan_data", lambda s: s.words_in.insert(float("nan")), DataError,
+     ("must equal itself", "NaN"), {"operator": "words", "time": 1})
+case("nan_in_a_key", lambda s: s.pairs_in.insert((float("nan"), 1)), DataError,
+     ("must equal itself",), {"operator": "pairs", "time": 1})
+case("nan_in_a_value_via_extend",
+     lambda s: s.pairs_in.extend([(("x", 1), 1, 1), (("x", float("nan")), 1, 1)]),
+     DataError, ("NaN",), {"operator": "pairs", "time": 1})
+case("nan_time_float", lambda s: s.words_in.update_at("x", float("nan")), TimeError,
+     ("not a time",), {"operator": "words"})
 case("dataframe_a_list", lambda s: s.words_in.insert_dataframe([("x", 1, 1)]), DataError,
      ("Spark DataFrame",), {"operator": "words"})
 
@@ -507,6 +516,35 @@ case("non_pair_into_semijoin", lambda s: s.bad("pairs", 9), DataError,
      build=_wire("kept", lambda s: s.pairs.semijoin(s.edges.map(lambda e: "xy"[e[0] % 2]),
                                                     name="kept"),
                  lambda a: _kept(a["pairs"], a["edges"])))
+
+
+def _datalog_pairs(s: Scene) -> Any:
+    return ddflow.datalog("q(x, y) :- p(x, y). r(y) :- q(_, y).", p=s.pairs)["r"]
+
+
+def _query_pairs(s: Scene) -> Any:
+    return ddflow.query("r(y) :- p(x, y), p(x, y)", p=s.pairs)
+
+
+def _seconds(acc: dict, squared: bool = False) -> dict:
+    out: dict = {}
+    for (_k, v), r in acc.items():
+        if r > 0:
+            out[(v,)] = out.get((v,), 0) + (r * r if squared else 1)
+    return out if squared else dict.fromkeys(out, 1)
+
+
+for _bad, _what in ((5, "of type int, not a tuple"), ((1, 2, 3), "a tuple of arity 3"),
+                    ("ab", "of type str")):
+    case(f"datalog_fact_{type(_bad).__name__}_{len(str(_bad))}",
+         lambda s, b=_bad: s.bad("pairs", b), DataError,
+         ("relation 'p' takes tuples of arity 2", _what),
+         {"operator": "p.check", "record": _bad, "time": NOW}, moment="run",
+         build=_wire("datalog", _datalog_pairs, lambda a: _seconds(a["pairs"])))
+case("query_relation_wrong_arity", lambda s: s.bad("pairs", ("x",)), DataError,
+     ("relation 'p' takes tuples of arity 2", "a tuple of arity 1"),
+     {"operator": "p.check", "record": ("x",), "time": NOW}, moment="run",
+     build=_wire("query", _query_pairs, lambda a: _seconds(a["pairs"], squared=True)))
 
 
 def _sums(acc: dict) -> dict:
