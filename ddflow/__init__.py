@@ -30,7 +30,9 @@ attribute of this package, `except ddflow.DataflowError:` catches every one):
     ProgressError, EngineUnavailableError (ExecutorEnvironmentError), NotFinalError
 
 and the warnings `DataflowWarning` and its `StalledRunWarning` (a `run()` whose inputs
-have pending updates but did not move).
+have pending updates but did not move) and `NothingDiscardedWarning` (a `discard` that
+withdrew nothing).  An error raised by `run()` names the pending updates it comes
+from, `err.inputs`; `df.discard(err)` withdraws exactly those.
 """
 
 from __future__ import annotations

@@ -35,7 +35,9 @@ from typing import Any, Callable, Iterator, Sequence
 from lattice import Antichain, Product, as_time, is_time, join, minimum
 from ddflow import arguments
 from ddflow.capture import Capture, CaptureOp  # noqa: F401 - re-exported from the front door
-from ddflow.errors import GraphError, StalledRunWarning, TimeError
+from ddflow.blame import blame
+from ddflow.errors import (DataError, DataflowError, GraphError, NothingDiscardedWarning,
+                           StalledRunWarning, TimeError)
 from ddflow.input import InputOp, InputSession
 from operators.base import Operator
 
@@ -235,7 +237,13 @@ class Dataflow:
         """Do all the work the input frontiers allow.
 
         On any error the step is rolled back and the sessions keep their updates, so
-        nothing is lost and nothing is half-applied.
+        nothing is lost and nothing is half-applied.  An error of the data (a user
+        function raising, a record of the wrong shape, a loop not converging) names
+        the pending updates it comes from, `err.inputs` (found by re-running the step
+        on parts of them, `ddflow.blame`): `df.discard(err)` (or any session's
+        `discard(err)`) withdraws exactly those, and the next `run()` goes on.  With
+        `err.inputs == ()` no pending update is to blame: a piece added since the last
+        run fails on the data it was handed; `drop()` it and run again.
 
         Updates complete only once their input's frontier passes their time.  When
         an input was given updates but its frontier has not moved since the last
@@ -268,7 +276,12 @@ class Dataflow:
             self._mark_running()
         stalled = [s for s in self.sessions
                    if s._pending and not s.closed and s.frontier() == s._ran_at]
-        self.engine.run(self)
+        try:
+            self.engine.run(self)
+        except DataflowError as err:
+            if err.inputs is None:
+                _with_inputs(err, blame(self, err))
+            raise
         time = self.root.minimum
         for s in self.sessions:
             s._ran_at = s.frontier()
@@ -329,6 +342,39 @@ class Dataflow:
         self.captures = [c for c in self.captures if not c.node.dropped]
         self._dropping = True
 
+    def discard(self, err: DataflowError) -> list[tuple]:
+        """Withdraw the pending updates a failed `run()` blamed (`err.inputs`) from
+        their sessions and return them as `(session, data, time, diff)`: exactly
+        those, one pending copy each.  Raises `DataError` for an error that names no
+        inputs (not raised by a run, or not the data's fault) or whose inputs are
+        no longer pending; warns (`NothingDiscardedWarning`) when `err.inputs` is
+        empty: nothing pending is to blame, `drop()` the failing piece instead."""
+        inputs = getattr(err, "inputs", None)
+        if not isinstance(err, DataflowError) or inputs is None:
+            raise DataError(f"discard(err) takes an error raised by run() that names the "
+                            f"pending updates it comes from (err.inputs), not {err!r}")
+        if not inputs:
+            warnings.warn(NothingDiscardedWarning(
+                "discard(err): no pending update is to blame for this error (err.inputs "
+                "is empty): the failure comes from data already in the dataflow, met by "
+                "a piece added since the last run(); drop() that piece"), stacklevel=2)
+            return []
+        sessions = list({id(u[0]): u[0] for u in inputs}.values())
+        for session in sessions:
+            if session.dataflow is not self:
+                raise DataError(f"discard(err): the error names input '{session.name}' "
+                                "of another dataflow", operator=session.name)
+        saved = [session.pending for session in sessions]
+        try:        # all or nothing: a session refusing puts the others back
+            for session in sessions:
+                session.withdraw([u[1:] for u in inputs if u[0] is session])
+        except DataError:
+            for session, pending in zip(sessions, saved):
+                session.take_pending()
+                session.restore_pending(pending)
+            raise
+        return list(inputs)
+
     def step(self) -> None:
         """Alias of `run()`."""
         self.run()
@@ -385,6 +431,22 @@ class Dataflow:
                                  "outer": outer, "round": rnd, "changes": n,
                                  "sample": sample})
         return rows
+
+
+def _with_inputs(err: DataflowError, inputs: tuple | None) -> None:
+    """Attach `inputs` to `err` and say in its message what to do."""
+    err.inputs = inputs
+    if inputs is None:
+        return
+    if inputs:
+        shown = ", ".join(f"{s.name}: {(d, t, r)!r}" for s, d, t, r in inputs[:4])
+        more = f" and {len(inputs) - 4} more" if len(inputs) > 4 else ""
+        hint = (f"it comes from the pending update(s) {shown}{more}: "
+                "session.discard(err) withdraws them")
+    else:
+        hint = ("no pending update is to blame: the failing operator was added since "
+                "the last run() and fails on the data it was handed; drop() it")
+    err.args = (f"{err.args[0]}; {hint}",) + err.args[1:]
 
 
 def _root_time(time: Any) -> Any:

@@ -154,9 +154,11 @@ class BSPEngine:
         self._importing = True
 
     # -- run -----------------------------------------------------------------------
-    def run(self, df: Any) -> None:
+    def run(self, df: Any, keep: bool = True) -> None:
         """One step: jobs of supersteps until the shards' verdict is that nothing
-        moves any more; rolled back on failure."""
+        moves any more; rolled back on failure, and with `keep=False` (a trial, see
+        `LocalEngine.run`) on success too: the shards go back to the step's start as
+        after a failure (each copy undone when next loaded)."""
         taken = [(s, s.take_pending()) for s in df.sessions]
         saved = (list(self._states), {s: [list(r) for r in rows]
                                       for s, rows in self._counters.items()},
@@ -171,6 +173,13 @@ class BSPEngine:
                 session.restore_pending(updates)
             self._steplog.end(self.jobs, exc)
             raise
+        if not keep:
+            self._states, self._counters, self._frontiers = saved
+            self._end_run()
+            for session, updates in taken:
+                session.restore_pending(updates)
+            self._steplog.end(self.jobs)
+            return
         self._end_run()
         self._importing = False
         self._steplog.end(self.jobs)

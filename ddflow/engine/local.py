@@ -10,7 +10,9 @@ worker `shard_of(key, W)`: the exchange.
 Rollback: each operator is checkpointed the first time a step touches it (from then
 on it records what the step overwrites, `operators.undo`); if anything raises, the
 touched operators are rolled back, queued work is dropped, and the sessions get
-their updates back before the error reaches the caller; otherwise they commit.
+their updates back before the error reaches the caller; otherwise they commit.  A
+trial (`run(df, keep=False)`) rolls back a step that succeeded too: what the front
+door uses to find which pending updates a failure comes from (`err.inputs`).
 """
 
 from __future__ import annotations
@@ -57,8 +59,10 @@ class LocalEngine:
         self._index = {id(n): i for i, n in enumerate(nodes)}
 
     # -- run -----------------------------------------------------------------
-    def run(self, df: Any) -> None:
-        """One step: feed the sessions' pending updates and run until nothing can move."""
+    def run(self, df: Any, keep: bool = True) -> None:
+        """One step: feed the sessions' pending updates and run until nothing can move.
+        With `keep=False` a trial: the step is rolled back even when it succeeds (and
+        the sessions keep their updates), so only whether it raises is learnt."""
         worker = self._worker
         taken = [(s, s.take_pending()) for s in df.sessions]
         worker.begin()
@@ -74,6 +78,11 @@ class LocalEngine:
             for session, updates in taken:
                 session.restore_pending(updates)
             raise
+        if not keep:
+            worker.rollback()
+            for session, updates in taken:
+                session.restore_pending(updates)
+            return
         worker.commit()
         self._stepped = True
         self._stepped_nodes = len(worker.plan.nodes)

@@ -147,10 +147,16 @@ class Scene:
             self.feed("pairs", kv)
         self.step()
 
-    def recover(self) -> None:
-        """Withdraw the updates fed on purpose: exactly them, nothing else."""
+    def recover(self, err: DataflowError) -> None:
+        """The recipe: `discard(err)` withdraws the updates the error blames, which
+        must be exactly those fed on purpose, nothing else."""
+        assert err.inputs is not None, err
+        blamed = sorted(((s.name, d, t, r) for s, d, t, r in err.inputs), key=repr)
+        assert blamed == sorted(self.poison, key=repr), (blamed, self.poison)
+        gone = self.words_in.discard(err)
+        assert sorted(((s.name, d, t, r) for s, d, t, r in gone), key=repr) == blamed
         for name, data, t, diff in self.poison:
-            assert self.sessions[name].discard(data, t, diff), (name, data, t, diff)
+            assert (data, t, diff) not in self.sessions[name].pending
         self.poison = []
 
     def more(self) -> None:
@@ -651,7 +657,7 @@ def check(name: str, engine: str = "local", time: Any = None) -> DataflowError:
             after = scene.snapshot()
             assert after[0] == before[0], "a failed run changed an output"
             assert after[1] == before[1], "a failed run lost pending updates"
-            scene.recover()
+            scene.recover(info.value)
             scene.df.run()
     err = info.value
     assert isinstance(err, DataflowError) and type(err) is m.error, type(err)
