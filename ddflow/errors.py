@@ -91,6 +91,6 @@ __all__ = [
     "DataflowError", "TimeError", "DataError", "DiffError", "CompactionError",
     "BatchError", "SessionClosedError", "GraphError", "UserFunctionError",
     "ConvergenceError", "ProgressError", "EngineUnavailableError", "ExecutorEnvironmentError",
-    "NotFinalError",
+    "NotFinalError", "StaleReadError",
     "DataflowWarning", "StalledRunWarning", "NothingDiscardedWarning",
 ]
