@@ -29,9 +29,16 @@ class Engine(Protocol):
         the running ones, which keep their state; the next `run` first hands the new
         ones the contents they import."""
 
-    def run(self, df: Any) -> None:
+    def run(self, df: Any, keep: bool = True) -> None:
         """Take the sessions' pending updates and do all the work their frontiers
-        allow; on any error, put everything back (sessions included) and re-raise."""
+        allow; on any error, put everything back (sessions included) and re-raise.
+        With `keep=False`, a trial: put everything back even on success (what
+        `ddflow.blame` runs to find the updates an error comes from)."""
+
+    def captured_since(self, node: Any, cursor: Any) -> tuple:
+        """The updates a capture node recorded since `cursor` (None: from the
+        start), a cursor for the next call, and whether the reader must start over
+        (`ddflow.capture.read_since`)."""
 
     def operators(self, node: Any) -> list:
         """`node`'s operators (or views of their counters), one per shard."""
