@@ -242,8 +242,13 @@ class Dataflow:
         the pending updates it comes from, `err.inputs` (found by re-running the step
         on parts of them, `ddflow.blame`): `df.discard(err)` (or any session's
         `discard(err)`) withdraws exactly those, and the next `run()` goes on.  With
-        `err.inputs == ()` no pending update is to blame: a piece added since the last
-        run fails on the data it was handed; `drop()` it and run again.
+        `err.inputs == ()` no pending update is to blame: the failing operator
+        (`err.operator`) meets data the dataflow already holds, either a piece added
+        since the last run meeting what it imported, or updates accepted by an
+        earlier run at times this run's `advance_to` completes (an update is
+        committed when the run that takes it succeeds, even if its time is not
+        complete yet: withdraw a doubtful update before advancing past its time);
+        `drop()` the failing piece and run again: the rest goes on.
 
         Updates complete only once their input's frontier passes their time.  When
         an input was given updates but its frontier has not moved since the last
@@ -356,8 +361,9 @@ class Dataflow:
         if not inputs:
             warnings.warn(NothingDiscardedWarning(
                 "discard(err): no pending update is to blame for this error (err.inputs "
-                "is empty): the failure comes from data already in the dataflow, met by "
-                "a piece added since the last run(); drop() that piece"), stacklevel=2)
+                "is empty): the failure comes from data already in the dataflow (met by a "
+                "piece added since the last run(), or accepted earlier at a time this "
+                "run completes); drop() the failing piece"), stacklevel=2)
             return []
         sessions = list({id(u[0]): u[0] for u in inputs}.values())
         for session in sessions:
@@ -444,8 +450,9 @@ def _with_inputs(err: DataflowError, inputs: tuple | None) -> None:
         hint = (f"it comes from the pending update(s) {shown}{more}: "
                 "session.discard(err) withdraws them")
     else:
-        hint = ("no pending update is to blame: the failing operator was added since "
-                "the last run() and fails on the data it was handed; drop() it")
+        hint = ("no pending update is to blame: the failing operator meets data the "
+                "dataflow already holds (added since the last run(), it fails on what it "
+                "imported; or an earlier update's time completes now); drop() it")
     err.args = (f"{err.args[0]}; {hint}",) + err.args[1:]
 
 

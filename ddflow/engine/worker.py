@@ -100,6 +100,11 @@ class Worker:
         self.told = told[:growth.start] + [None] * (len(plan.nodes) - growth.start)
         for i in growth.dropped:
             self.told[i] = None
+        # Other shards' pointstamps are kept by location, and the new plan numbers
+        # locations anew (a port of a loop may now be where an int-timed one was):
+        # they go, and the next superstep reports them again before any frontier
+        # is read (found by the growing-dataflow state machine: a raw TypeError).
+        self._external = {}
         self._load(plan, ops)
         # Imports still pending (a growth whose first run failed keeps them, see
         # `rollback`) go with the pieces `drop` took out: their reader is gone.
