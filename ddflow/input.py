@@ -92,8 +92,21 @@ class InputSession:
             except TypeError:
                 pass          # the full path below reports it
             else:
+                # NaN check (`not_self_equal`), without a call for the usual ints,
+                # strs and tuples of them.
                 kind = type(data)
-                if kind is int or kind is str or not not_self_equal(data):
+                if kind is int or kind is str:
+                    self._pending.append((data, time, diff))
+                    return
+                if kind is tuple:
+                    for x in data:
+                        k = type(x)
+                        if k is not int and k is not str:
+                            break
+                    else:
+                        self._pending.append((data, time, diff))
+                        return
+                if not not_self_equal(data):
                     self._pending.append((data, time, diff))
                     return
         self._check_open("update_at", data, time)
@@ -279,7 +292,11 @@ def not_self_equal(data: Any) -> bool:
     if kind is int or kind is str or data is None:
         return False
     if kind is tuple or kind is frozenset:
-        return any(map(not_self_equal, data))
+        for x in data:          # (a loop, not any(map(...)): ints and strs cost no call)
+            k = type(x)
+            if k is not int and k is not str and not_self_equal(x):
+                return True
+        return False
     try:
         return bool(data != data)
     except Exception:  # noqa: BLE001 - a comparison that does not answer: not ours to judge
