@@ -52,8 +52,8 @@ __version__ = "0.1.0"
 #: The front door: name -> (module, attribute); attribute None hands out the module.
 _LAZY = {
     "Dataflow": ("ddflow.dataflow", "Dataflow"),
-    "InputSession": ("ddflow.dataflow", "InputSession"),
-    "Capture": ("ddflow.dataflow", "Capture"),
+    "InputSession": ("ddflow.input", "InputSession"),
+    "Capture": ("ddflow.capture", "Capture"),
     "Collection": ("ddflow.collection", "Collection"),
     "Arranged": ("ddflow.collection", "Arranged"),
     "Variable": ("ddflow.collection", "Variable"),
@@ -72,12 +72,6 @@ _LAZY = {
 #: print each one's inherited exception boilerplate, ~70 lines apiece.
 __all__ = sorted(_LAZY) + ["__version__"]
 
-#: Modules that register parts of the front door on `Dataflow` when imported (its
-#: collection type, its `to_dot`): loaded before any front-door name is handed out,
-#: since `ddflow.dataflow` may not import them (they sit above it).
-_REGISTRARS = ("ddflow.collection", "ddflow.viz")
-
-
 #: Subpackages and modules users reach by name: listed by `dir(ddflow)` and loaded on
 #: first use (`ddflow.testing`, `ddflow.algorithms.graphs` for reachability, BFS, SCC,
 #: triangles, `ddflow.viz` ...).
@@ -87,15 +81,10 @@ _SUBMODULES = ("algorithms", "circuit", "engine", "errors", "testing", "viz")
 def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
         import importlib
-        for registrar in _REGISTRARS:
-            importlib.import_module(registrar)
         return importlib.import_module(f"ddflow.{name}")
     if name in _LAZY:
         import importlib
         module, attr = _LAZY[name]
-        if module.startswith("ddflow."):
-            for registrar in _REGISTRARS:
-                importlib.import_module(registrar)
         value = importlib.import_module(module)
         if attr is not None:
             value = getattr(value, attr)

@@ -4,7 +4,7 @@ Split from `ddflow.trace`, which keeps the spine that holds them.  A `Batch` is 
 consolidated set of `((key, val), time, diff)` updates with a description: `lower`
 and `upper` frontiers (every time in advance of `lower`, none in advance of `upper`;
 an empty `upper` is unbounded) and `since` (the frontier its times were advanced by).
-`_merge` sums consecutive batches, advancing every time by a compaction frontier and
+`merge_batches` sums consecutive batches, advancing every time by a compaction frontier and
 consolidating, which is where history collapses and zero diffs disappear.
 
 Invariants (`Batch._check()`, O(n)): no zero diffs, at most one entry per
@@ -24,7 +24,7 @@ from ddflow.errors import BatchError, DataError
 
 Entry = tuple[Any, Any, Any]
 
-def _require_antichain(name: str, f: Any) -> Antichain:
+def require_antichain(name: str, f: Any) -> Antichain:
     if not isinstance(f, Antichain):
         raise TypeError(f"{name} must be an Antichain, got {type(f).__name__} {f!r}")
     return f
@@ -67,10 +67,10 @@ class Batch:
         ...
         ddflow.errors.BatchError: time is in advance of the batch's upper Antichain([5]); ...
         """
-        _require_antichain("lower", lower)
-        _require_antichain("upper", upper)
+        require_antichain("lower", lower)
+        require_antichain("upper", upper)
         if since is not None:
-            _require_antichain("since", since)
+            require_antichain("since", since)
         if not lower.dominates(upper):
             raise BatchError(f"a batch's lower {lower!r} must precede its upper {upper!r}")
         checked: dict = {}   # time -> advanced time; each distinct time is checked once
@@ -161,7 +161,7 @@ def _freeze(groups: dict) -> tuple[dict, int]:
     return data, n
 
 
-def _merge(batches: list[Batch], since: Antichain | None) -> Batch:
+def merge_batches(batches: list[Batch], since: Antichain | None) -> Batch:
     """One batch holding the sum of `batches` (consecutive, oldest first).
 
     With a `since`, every time is advanced by it and entries that become equal are

@@ -1,10 +1,10 @@
 """Which pending session updates a failed `run()` comes from: `err.inputs`.
 
 What this isolates: the search for the updates to blame, by re-running the failed
-step on parts of its pending updates (engine trials: `engine.run(df, keep=False)`,
-rolled back whatever happens).  Provenance by re-execution rather than by lineage
-kept in every operator: errors are rare, lineage would cost every record of every
-step.  It is the delta debugging of Zeller and Hildebrandt ("Simplifying and
+step on parts of its pending updates (engine trials: `engine.run(df, taken,
+keep=False)`, rolled back whatever happens; the sessions are not touched).
+Provenance by re-execution rather than by lineage kept in every operator: errors
+are rare, lineage would cost every record of every step.  It is the delta debugging of Zeller and Hildebrandt ("Simplifying and
 isolating failure-inducing input", TSE 2002) in its greedy form: updates are added
 chunk by chunk to a set known to run, a chunk that fails is halved until single
 updates are left, and those are the culprits.  One trial comes first: without the
@@ -34,23 +34,17 @@ BLAMED = (UserFunctionError, DataError, DiffError, TimeError, ConvergenceError)
 MAX_TRIALS = 100
 
 
-def blame(df: Any, err: DataflowError) -> tuple | None:
-    """The pending updates `(session, data, time, diff)` of `df` whose processing
-    raised `err` in the step just rolled back, `()` if the step fails without any of
-    them, or None when not determined (an error that is not the data's)."""
+def blame(df: Any, err: DataflowError, taken: list) -> tuple | None:
+    """The updates of `taken` (the `(session, updates)` the failed step was given)
+    whose processing raised `err`, as `(session, data, time, diff)`; `()` if the
+    step fails without any of them, or None when not determined (an error that is
+    not the data's).  The step was rolled back; the sessions are not touched."""
     if not isinstance(err, BLAMED):
         return None
-    sessions = list(df.sessions)
-    pending = [(s, u) for s in sessions for u in s.pending]
+    pending = [(s, u) for s, updates in taken for u in updates]
     if not pending:
         return ()
-    saved = [s.take_pending() for s in sessions]
-    try:
-        culprits = _search(df, sessions, pending, _guesses(err, pending))
-    finally:
-        for s, updates in zip(sessions, saved):
-            s.take_pending()
-            s.restore_pending(updates)
+    culprits = _search(df, [s for s, _u in taken], pending, _guesses(err, pending))
     return tuple((pending[n][0], *pending[n][1]) for n in culprits)
 
 
@@ -76,15 +70,11 @@ def _search(df: Any, sessions: list, pending: list, guesses: list) -> list[int]:
 
     def runs(chosen: list[int]) -> bool:
         budget[0] -= 1
-        for s in sessions:
-            s.take_pending()
-        by_session: dict = {}
+        by_session: dict = {id(s): [] for s in sessions}
         for n in sorted(chosen):            # each session's updates in their order
-            by_session.setdefault(id(pending[n][0]), []).append(pending[n][1])
-        for s in sessions:
-            s.restore_pending(by_session.get(id(s), []))
+            by_session[id(pending[n][0])].append(pending[n][1])
         try:
-            df.engine.run(df, keep=False)
+            df.engine.run(df, [(s, by_session[id(s)]) for s in sessions], keep=False)
             return True
         except DataflowError:
             return False

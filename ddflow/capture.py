@@ -1,10 +1,11 @@
-"""Reading an output: `Capture` (what users read) and `CaptureOp` (the sink it reads).
+"""Reading an output: `Capture`, what users read of a capture's sinks.
 
 This module isolates one job: answering "what is this collection at time `t`?" and
 "what are its updates?" without re-reading the whole history on every question.  It
-leaves out scheduling: engines only hand over the updates a capture's sinks appended
-since a cursor (`engine.captured_since`, built on `read_since` here), and say where
-the capture's frontier is.
+leaves out scheduling and the sinks themselves: engines only hand over the updates a
+capture's sinks (`operators.capture.CaptureOp`) appended since a cursor
+(`engine.captured_since`, built on `operators.capture.read_since`), and say where the
+capture's frontier is.
 
 `Capture` keeps an index that each read brings up to date from the new updates alone:
 
@@ -35,24 +36,17 @@ has read) makes the engine answer `reset=True`, and the index is rebuilt.
 
 from __future__ import annotations
 
-import hashlib
-import os
 from bisect import bisect_left, bisect_right
 from operator import itemgetter
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import Any
 
 from lattice import Antichain, DataflowError, as_time, less_equal, same_lattice, sort_key
+from ddflow import frames
 from ddflow.errors import GraphError, NotFinalError, TimeError
+from ddflow.graph import Node
 from ddflow.updates import (accumulate, consolidate, fallback_key, sort_updates_ordered,
                             sorted_data)
-from operators.base import Operator
-
-if TYPE_CHECKING:
-    from ddflow.dataflow import Dataflow, Node
-
-Cursor = tuple[tuple[int, int], ...]
-"""Per worker: (batches read, token of the last batch read).  Opaque to readers."""
+from operators.capture import Cursor
 
 #: What `<` on data raises when Python cannot order them (mixed types, None, or
 #: records holding times): the order falls back to `fallback_key`, as in `consolidate`.
@@ -63,123 +57,6 @@ _UNORDERED = (TypeError, ValueError, DataflowError)
 #: below a few dozen entries either is cheap.
 _MERGE_SHARE = 4
 _MERGE_SLACK = 32
-
-
-#: The superstep a BSP shard is running (`seeded_tokens`), else None.
-_SEED: int | None = None
-
-
-def _token(previous: int) -> int:
-    # Not a counter: a counter lives in the process, and the BSP and Spark engines
-    # rebuild shards from pickles in other processes, where a counter restored with
-    # the shard would hand out the same tokens again after a rollback.  Random in
-    # the local engine; on a BSP shard, derived from the superstep (whose number is
-    # never reused, even by a rolled-back run) and the batch before, so that a shard
-    # rebuilt by replaying its logged supersteps hands out the same tokens again.
-    if _SEED is None:
-        return int.from_bytes(os.urandom(8), "little")
-    digest = hashlib.blake2b(f"{_SEED}:{previous}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little")
-
-
-@contextmanager
-def seeded_tokens(superstep: int) -> Iterator[None]:
-    """Captures draw their batch tokens from `superstep` while this is open."""
-    global _SEED
-    outer, _SEED = _SEED, superstep
-    try:
-        yield
-    finally:
-        _SEED = outer
-
-
-class CaptureOp(Operator):
-    """Sink recording every update it receives, in batches a reader can resume from.
-
-    `updates` only grows (a rollback truncates it).  `marks` holds, per batch, the
-    length of `updates` after it and a random token, so that a cursor ("I have read
-    n batches, the last one was token k") can tell the batch it read from another
-    one that, after a rollback, grew the list back past the same length.
-    """
-
-    _append_only = ("updates", "marks")
-
-    def __init__(self, name: str = "capture") -> None:
-        super().__init__(name)
-        self.updates: list[tuple] = []
-        self.marks: list[tuple[int, int]] = []
-
-    def on_input(self, port: int, updates: list) -> None:
-        self.records_in += len(updates)
-        self.consolidate(updates)       # refuses unhashable data before keeping any
-        if updates:
-            self.updates.extend(updates)
-            self.marks.append((len(self.updates),
-                               _token(self.marks[-1][1] if self.marks else 0)))
-
-    @property
-    def journal(self) -> tuple[list, list]:
-        """`(marks, updates)`: what `read_since` needs (one attribute, so that the BSP
-        engines fetch it from their shards in one job)."""
-        return self.marks, self.updates
-
-
-def read_since(journals: Sequence[tuple[list, list]], cursor: Cursor | None
-               ) -> tuple[list, Cursor, bool]:
-    """The updates appended to a capture's sinks since `cursor`: the engines'
-    `captured_since`, given each worker's `CaptureOp.journal`.
-
-    Returns `(updates, new cursor, reset)`.  `reset=True` means the updates are the
-    whole history and the reader must drop what it built: the cursor is None, is
-    for another number of workers, or names a batch that is no longer there (a step
-    was rolled back after the read).
-
-    >>> op = CaptureOp()
-    >>> op.on_input(0, [("a", 0, 1)])
-    >>> ups, cur, reset = read_since([op.journal], None)
-    >>> ups, reset
-    ([('a', 0, 1)], True)
-    >>> op.checkpoint(); op.on_input(0, [("b", 1, 1)])
-    >>> read_since([op.journal], cur)[::2]
-    ([('b', 1, 1)], False)
-    >>> mid = read_since([op.journal], cur)[1]
-    >>> op.rollback(); op.on_input(0, [("c", 1, 1)])   # same length, another batch
-    >>> read_since([op.journal], mid)[::2]
-    ([('a', 0, 1), ('c', 1, 1)], True)
-    """
-    fresh = cursor is None or len(cursor) != len(journals)
-    parts = [] if fresh else [journal_since(j, e) for j, e in zip(journals, cursor)]
-    if fresh or any(ups is None for ups, _entry in parts):
-        new_cursor = tuple(_entry(marks) for marks, _ups in journals)
-        return [u for _marks, ups in journals for u in ups], new_cursor, True
-    return [u for ups, _entry in parts for u in ups], tuple(e for _u, e in parts), False
-
-
-def journal_since(journal: tuple[list, list], entry: tuple[int, int] | None
-                  ) -> tuple[list | None, tuple[int, int]]:
-    """One worker's part of `read_since`: the updates its journal appended since
-    `entry` (a cursor's entry for it; None: from the start), or None if `entry` names
-    a batch no longer there; and the entry for the journal as it is now.  Engines
-    whose shards live elsewhere run this next to the shard, so that only the new
-    updates travel.
-
-    >>> journal_since(([(1, 7), (3, 9)], ["a", "b", "c"]), (1, 7))
-    (['b', 'c'], (2, 9))
-    >>> journal_since(([(1, 8)], ["a"]), (1, 7))[0] is None
-    True
-    """
-    marks, ups = journal
-    now = _entry(marks)
-    if entry is None:
-        return list(ups), now
-    n, token = entry
-    if n and not (len(marks) >= n and marks[n - 1][1] == token):
-        return None, now
-    return ups[marks[n - 1][0] if n else 0:], now
-
-
-def _entry(marks: list) -> tuple[int, int]:
-    return len(marks), marks[-1][1] if marks else 0
 
 
 class Accumulation(dict):
@@ -221,7 +98,7 @@ class Capture:
     `resets` (index rebuilds after a rolled-back step).
     """
 
-    def __init__(self, dataflow: Dataflow, node: Node) -> None:
+    def __init__(self, dataflow: Any, node: Node) -> None:
         self.dataflow = dataflow
         self.node = node
         self.absorbed = 0
@@ -291,22 +168,21 @@ class Capture:
 
     def to_spark(self, spark: Any, at: Any = None) -> Any:
         """The updates as a Spark DataFrame (columns data, time, diff); with `at`, the
-        accumulation at that final time (columns data, count).  On the Spark engine
-        the frame is built on the executors from the shards' captures: nothing goes
-        through the driver (`ddflow.engine.spark_io`)."""
+        accumulation at that final time (columns data, count).  An engine that holds
+        the captures on Spark's executors builds the frame there (its
+        `capture_dataframe`, as the Spark engine's): nothing goes through the driver.
+        Otherwise the frame is made from this reader's copy (`ddflow.frames`)."""
         self._check_live()
         if at is not None:
             at = self._check_time(at)
             if not self.is_final(at):
                 raise self._not_final(at)
-        from ddflow.engine.spark_io import capture_to_spark
-        return capture_to_spark(self, spark, at)
-
-    def to_pandas(self) -> Any:
-        """The updates as a pandas DataFrame (columns data, time, diff)."""
-        self._check_live()
-        from ddflow.engine.spark_io import capture_to_pandas
-        return capture_to_pandas(self)
+        export = getattr(self.dataflow.engine, "capture_dataframe", None)
+        if export is not None and self.dataflow.compiled:
+            return export(self.node, spark, at)
+        rows = (frames.update_rows(self.updates) if at is None
+                else list(self.at(at).items()))
+        return frames.to_dataframe(spark, rows, at is not None)
 
     def is_final(self, time: Any) -> bool:
         """Whether the accumulation at `time` can no longer change."""
@@ -352,7 +228,7 @@ class Capture:
 
     # -- keeping the index up to date ----------------------------------------------
     def _sync(self) -> None:
-        if not self.dataflow._compiled:
+        if not self.dataflow.compiled:
             return                      # nothing can have been captured yet
         new, cursor, reset = self.dataflow.engine.captured_since(self.node, self._cursor)
         if reset:
@@ -563,4 +439,4 @@ def _require(ok: bool, what: str) -> None:
         raise AssertionError(f"Capture index: {what}")
 
 
-__all__ = ["Accumulation", "Capture", "CaptureOp", "Cursor", "journal_since", "read_since"]
+__all__ = ["Accumulation", "Capture"]

@@ -338,10 +338,10 @@ def run_datalog(program_path: str, facts_dir: str, changes_path: str | None = No
     Raises `InputFormatError` (nothing applied) on an unreadable or malformed file,
     `QueryError` on a program that cannot be planned.
     """
-    from ddflow.io import _read, load_facts
+    from ddflow.io import read_lines, load_facts
     from ddflow.programs import datalog, parse_program
 
-    lines, _name = _read(program_path)
+    lines, _name = read_lines(program_path)
     text = "\n".join(lines)
     facts, changes = load_facts(facts_dir, changes_path)
     program = parse_program(text, facts)     # refuse a bad program before any engine

@@ -21,8 +21,8 @@ import itertools
 from typing import Any, Callable, Iterable
 
 from ddflow import arguments
-from ddflow.capture import Capture, CaptureOp
-from ddflow.dataflow import Node, Scope
+from ddflow.capture import Capture
+from ddflow.graph import Node, Scope
 from ddflow.errors import DataflowError, GraphError, UserFunctionError
 from operators.arrange import Arrange, EnteredArrangement
 from operators.distinct_trace import DistinctTrace
@@ -30,7 +30,7 @@ from operators.iterate import Enter, EnterAt, Feedback, Leave
 from operators.join import JoinCore
 from operators.linear import Concat, Consolidate, Linear
 from operators import reduce as red
-from ddflow.dataflow import register
+from operators.capture import CaptureOp
 
 _counter = itertools.count()
 
@@ -137,6 +137,11 @@ class Collection:
         """Index records by themselves (values `()`), for semijoins and counting."""
         return self._arrange(True, name)
 
+    def _forget_if_undone(self, by_self: bool) -> None:
+        # A failed build call takes the arrangement's node out again (`Graph.building`):
+        # the cache must not hand it out after that.
+        self.dataflow.on_undo(lambda: self._arranged.pop(by_self, None))
+
     def _arrange(self, by_self: bool, name: str | None, user: str | None = None) -> Arranged:
         cached = self._arranged.get(by_self)
         if cached is not None and cached.node.dropped:
@@ -146,16 +151,14 @@ class Collection:
             if outer is not None:
                 # Entered from an arranged collection: read its trace, arrange nothing.
                 self._arranged[by_self] = outer.enter(self.scope, name)
-                if self.dataflow._arrangement_log is not None:
-                    self.dataflow._arrangement_log.append((self, by_self))
+                self._forget_if_undone(by_self)
         if by_self not in self._arranged:
             label = name or ("arrange_by_self" if by_self else "arrange_by_key")
             node = Node(self.dataflow, self.scope, label, "arrange", [self.node],
                         lambda w, ops: Arrange(by_self, node.name, users=tuple(node.users)),
                         exchange=_self_key if by_self else _pair_key)
             self._arranged[by_self] = Arranged(self, node, by_self)
-            if self.dataflow._arrangement_log is not None:
-                self.dataflow._arrangement_log.append((self, by_self))
+            self._forget_if_undone(by_self)
         arranged = self._arranged[by_self]
         if user is not None and user not in arranged.node.users:
             # Errors about its records name the operators the user called, not it.
@@ -290,7 +293,7 @@ class Collection:
         arguments.function(logic, "logic", "iterate")
         arguments.name(name, "iterate")
         name = name or f"iterate{next(_counter)}"
-        with self.dataflow._building():
+        with self.dataflow.building():
             scope = Scope(self.dataflow, self.scope, name, max_rounds, on_limit)
             variable = Variable(scope, self.enter(scope), name=name)
             try:
@@ -445,7 +448,7 @@ class Variable:
         label = name or f"variable{next(_counter)}"
         self.scope = scope
         self.source = source
-        with scope.dataflow._building():
+        with scope.dataflow.building():
             self.node = Node(scope.dataflow, scope, label, "feedback", [],
                              lambda w, ops: Feedback(scope.max_rounds, scope.on_limit, label,
                                                       loop=scope.name))
@@ -465,7 +468,7 @@ class Variable:
             raise GraphError(f"Variable '{self.node.name}' set twice", operator=self.node.name)
         if result.scope is not self.scope:
             raise GraphError("Variable.set needs a collection of the variable's scope")
-        self.scope.dataflow._check_building(self.scope)
+        self.scope.dataflow.check_building(self.scope)
         delta = result.concat(self.source.negate()) if self.source is not None else result
         self.node.inputs.append(delta.node)
         delta.node.consumers.append((self.node, 0))
@@ -492,11 +495,11 @@ def _scope_chain(outer: Scope, inner: Scope, what: str) -> list[Scope]:
 
 
 def _builder(method: Callable) -> Callable:
-    """Run a build call inside `Dataflow._building`: if it raises, every node it made
+    """Run a build call inside `Graph.building`: if it raises, every node it made
     is taken out again, so a failed call leaves the graph exactly as it was."""
     @functools.wraps(method)
     def build(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with self.dataflow._building():
+        with self.dataflow.building():
             return method(self, *args, **kwargs)
     return build
 
@@ -509,6 +512,3 @@ for _cls in (Collection, Arranged):
 del _cls, _name, _method
 Variable.set = _builder(Variable.set)               # type: ignore[method-assign]
 
-
-# `Dataflow.new_collection` hands out this type; the front door cannot import it.
-register("collection", Collection)

@@ -1,7 +1,7 @@
-"""The front door: `Dataflow`, its scopes and graph nodes (input sessions: `ddflow.input`).
+"""The front door: `Dataflow`, a graph that runs (input sessions: `ddflow.input`).
 
-A `Dataflow` is a graph of nodes built through the `Collection` API and run by an
-engine (`LocalEngine` by default).  It owns what users touch: `new_collection()`
+A `Dataflow` is a graph of nodes (`ddflow.graph`) built through the `Collection` API
+and run by an engine (`LocalEngine` by default).  It owns what users touch: `new_collection()`
 returns an `InputSession` to feed `(data, time, diff)` updates and a `Collection`
 to build on; `capture()` records an output (read through `ddflow.capture.Capture`,
 re-exported here); `run()` does all the work the input frontiers allow.  Nothing
@@ -30,114 +30,22 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator
 
-from lattice import Antichain, Product, as_time, is_time, join, minimum
-from ddflow import arguments
-from ddflow.capture import Capture, CaptureOp  # noqa: F401 - re-exported from the front door
+from lattice import as_time, is_time, join, minimum, sort_key
+from ddflow import graph, viz
 from ddflow.blame import blame
+from ddflow.capture import Capture
+from ddflow.collection import Collection
+from ddflow.engine.local import LocalEngine
 from ddflow.errors import (DataError, DataflowError, GraphError, NothingDiscardedWarning,
                            StalledRunWarning, TimeError)
+from ddflow.graph import Graph, Node, Scope  # noqa: F401 - the graph model, re-exported
 from ddflow.input import InputOp, InputSession
-from operators.base import Operator
-
-EMPTY = Antichain()
+from operators.capture import CaptureOp  # noqa: F401 - re-exported from the front door
 
 
-class Scope:
-    """A timestamp domain: the root, or a loop nested in a parent scope."""
-
-    def __init__(self, dataflow: Dataflow, parent: Scope | None, name: str,
-                 max_rounds: int | None = None, on_limit: str = "raise") -> None:
-        if max_rounds is not None:
-            max_rounds = arguments.positive_int(max_rounds, "max_rounds", operator=name)
-        if on_limit not in ("raise", "truncate"):
-            raise GraphError(f"on_limit must be 'raise' or 'truncate', not {on_limit!r}",
-                             operator=name)
-        self.dataflow = dataflow
-        self.parent = parent
-        self.name = name
-        self.max_rounds = max_rounds
-        self.on_limit = on_limit
-        self.minimum = (minimum(dataflow.time) if parent is None
-                        else Product(parent.minimum, 0))
-        self.depth = 0 if parent is None else parent.depth + 1
-        self.running = False            # compiled into a run: nothing more goes inside
-
-    def __repr__(self) -> str:
-        return f"Scope({self.name!r})"
-
-
-class Node:
-    """One operator of the graph, as described: engines instantiate it once per shard
-    (worker) with `factory(shard, lookup)` and keep the instances themselves."""
-
-    def __init__(self, dataflow: Dataflow, scope: Scope, name: str, kind: str,
-                 inputs: Sequence[Node], factory: Callable[[int, Callable], Operator],
-                 exchange: Callable[[Any], Any] | None = None) -> None:
-        dataflow._check_building(scope)
-        arguments.name(name, kind)
-        for p in inputs:
-            if p.dropped:
-                raise GraphError(f"'{p.name}' was dropped from the dataflow (drop()): build "
-                                 "on a collection that is still running", operator=name)
-        self.dataflow = dataflow
-        self.id = dataflow._next_id()
-        # An input, or an arrangement of the root scope: something an operator added
-        # after `run()` can import whole (its compacted contents) rather than re-derive.
-        self.importable = scope.parent is None and kind in ("input", "arrange")
-        self.dropped = False
-        self.scope = scope
-        self.name = name
-        self.kind = kind
-        self.inputs: list[Node] = list(inputs)
-        self.factory = factory
-        self.exchange = exchange
-        self.consumers: list[tuple[Node, int]] = []
-        self.stages: list = []
-        #: The operators the user called that read this node (an arrangement made
-        #: for a join or a reduce): errors about its records name them.
-        self.users: list[str] = []
-        for port, producer in enumerate(self.inputs):
-            producer.consumers.append((self, port))
-        dataflow.nodes.append(self)
-
-    def __repr__(self) -> str:
-        return f"Node({self.id}, {self.name!r})"
-
-    @property
-    def blame(self) -> str:
-        """The name errors give this node: an arrangement goes by its readers'
-        (the operators the user called), the node's own name otherwise."""
-        return "/".join(self.users) if self.users else self.name
-
-
-#: What the modules above this one register when they are imported: "collection",
-#: the type `Dataflow.new_collection` wraps its node in (`ddflow.collection`), and
-#: "to_dot", the renderer of `Dataflow.to_dot` (`ddflow.viz`).  Imports point down
-#: (lattice, then core data, operators, the front door, the CLI), so the front door
-#: cannot import its own fluent API or
-#: its pictures; `ddflow.Dataflow` imports both modules before handing the class out.
-_REGISTERED: dict[str, Any] = {}
-
-
-def register(name: str, value: Any) -> None:
-    """Register `value` under `name` ("collection" or "to_dot"); see `_REGISTERED`."""
-    if name not in ("collection", "to_dot"):
-        raise GraphError(f"nothing of the front door is registered as {name!r}")
-    _REGISTERED[name] = value
-
-
-def _registered(name: str, module: str) -> Any:
-    try:
-        return _REGISTERED[name]
-    except KeyError:
-        raise GraphError(f"{module} was never imported, so Dataflow has no {name!r}: take "
-                         f"Dataflow from the package (ddflow.Dataflow) or import {module} "
-                         "first") from None
-
-
-class Dataflow:
+class Dataflow(Graph):
     """A differential dataflow: build it with collections, feed it, run it.
 
     `time` is the least time of the root lattice, or the type `int`: `0` (the
@@ -148,16 +56,12 @@ class Dataflow:
 
     def __init__(self, time: Any = 0, *, workers: int = 1, engine: Any = None,
                  fuse: bool = True) -> None:
-        from ddflow.engine.local import LocalEngine
         time = _root_time(time)
         if type(fuse) is not bool:
             raise GraphError(f"fuse must be True or False, not {fuse!r}")
-        self.time = time
-        self.nodes: list[Node] = []
+        super().__init__(time, fuse)
         self.sessions: list[InputSession] = []
         self.captures: list[Capture] = []
-        self.root = Scope(self, None, "root")
-        self.fuse = fuse
         if engine is None:
             engine = LocalEngine(workers=workers)
         else:
@@ -166,71 +70,39 @@ class Dataflow:
                 raise GraphError("give workers to the engine, not to Dataflow, when passing "
                                  "an engine")
         self.engine = engine
-        self._ids = 0
         self._compiled = False
         self._ran = 0                   # nodes already running (built before a run())
-        #: The join of the inputs' times at the end of the last run(): what a piece
-        #: added afterwards starts from (see `run`).
-        self.time_ran: Any = None
         self._dropping = False
         #: Work done by operators since dropped (`drop`): `total_work` keeps counting
         #: it, so the total never goes down when a piece is taken away.
         self._retired_work = 0
-        self._arrangement_log: list | None = None
-        self._loops = 0
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the engine has compiled the graph (the first `run()` does)."""
+        return self._compiled
 
     # -- building ------------------------------------------------------------
     def new_collection(self, name: str | None = None) -> tuple[InputSession, Any]:
         """A new input: `(InputSession, Collection)`."""
-        collection = _registered("collection", "ddflow.collection")
         name = name or f"input{len(self.sessions)}"
         node = Node(self, self.root, name, "input", [], lambda w, ops: InputOp(name))
         session = InputSession(self, node, name)
         self.sessions.append(session)
-        return session, collection(node)
+        return session, Collection(node)
 
     @contextlib.contextmanager
-    def _building(self) -> Iterator[None]:
-        """Undo every node added inside the block if it raises: a failed build call
-        (a bad argument found after an arrangement was made, a failing `iterate`
-        body) leaves the graph exactly as it was.  Every builder of the fluent API
-        runs inside one (`ddflow.collection._builder`); nested blocks leave the undo
-        to the outermost."""
-        if self._arrangement_log is not None:
-            yield
-            return
-        mark = len(self.nodes)
-        n_captures, n_sessions, ids = len(self.captures), len(self.sessions), self._ids
-        self._arrangement_log = []
-        try:
-            yield
-        except BaseException:
-            added = set(map(id, self.nodes[mark:]))
-            del self.nodes[mark:]
-            del self.captures[n_captures:]
-            del self.sessions[n_sessions:]
-            self._ids = ids
-            for node in self.nodes:
-                node.consumers = [(c, p) for c, p in node.consumers if id(c) not in added]
-                if node.kind == "feedback":     # a Variable set inside the block
-                    node.inputs = [p for p in node.inputs if id(p) not in added]
-            for collection, by_self in self._arrangement_log:
-                collection._arranged.pop(by_self, None)
-            raise
-        finally:
-            self._arrangement_log = None
+    def building(self) -> Iterator[None]:
+        """`Graph.building`, and the sessions and captures a failed build call made
+        are taken out too."""
+        with super().building():
+            n_captures, n_sessions = len(self.captures), len(self.sessions)
 
-    def _next_id(self) -> int:
-        self._ids += 1
-        return self._ids - 1
-
-    def _check_building(self, scope: Scope | None = None) -> None:
-        # A dataflow grows after run() (see `run`), but a loop that has run is closed:
-        # its rounds are under way, so build a new iterate over its result instead.
-        if scope is not None and scope.parent is not None and scope.running:
-            raise GraphError(f"the loop {scope.name!r} has already run, so nothing can be "
-                             "added inside it: build a new iterate() over its result, or "
-                             "over the collections it read", operator=scope.name)
+            def undo() -> None:
+                del self.captures[n_captures:]
+                del self.sessions[n_sessions:]
+            self.on_undo(undo)
+            yield
 
     # -- running -------------------------------------------------------------
     def run(self) -> None:
@@ -263,33 +135,36 @@ class Dataflow:
         capture's first updates are the whole accumulated answer at the time the
         piece was added (`Capture.since`), maintained like the rest from then on.
         """
-        from ddflow.engine import plan
         if not self._compiled:
-            plan.prepare(self)
+            graph.prepare(self)
             self.engine.compile(self)
             self._compiled = True
             self._ran = len(self.nodes)
-            self._mark_running()
+            self.mark_running()
         elif len(self.nodes) > self._ran or self._dropping:
-            growth = plan.grow(self, self._ran)
+            growth = graph.grow(self, self._ran)
             self.engine.grow(self, growth)
             for cap in self.captures:
                 if cap.node in growth.added:
                     cap.since = growth.time
             self._ran = len(self.nodes)
             self._dropping = False
-            self._mark_running()
-        stalled = [s for s in self.sessions
-                   if s._pending and not s.closed and s.frontier() == s._ran_at]
+            self.mark_running()
+        stalled = [s for s in self.sessions if s.stalled()]
+        # The one rollback path of the sessions: an engine puts back its own state
+        # when a step fails, the sessions get their updates back here.
+        taken = [(s, s.take_pending()) for s in self.sessions]
         try:
-            self.engine.run(self)
-        except DataflowError as err:
-            if err.inputs is None:
-                _with_inputs(err, blame(self, err))
+            self.engine.run(self, taken)
+        except BaseException as exc:
+            for session, updates in taken:
+                session.restore_pending(updates)
+            if isinstance(exc, DataflowError) and exc.inputs is None:
+                _with_inputs(exc, blame(self, exc, taken))
             raise
         time = self.root.minimum
         for s in self.sessions:
-            s._ran_at = s.frontier()
+            s.mark_ran()
             time = join(time, s.time)
         self.time_ran = time
         if stalled:
@@ -298,10 +173,6 @@ class Dataflow:
                 f"run(): the updates given to {names} cannot complete, since the input's "
                 "frontier has not moved since the last run(): advance_to() a later time "
                 "(or close()) the input, then run() again"), stacklevel=2)
-
-    def _mark_running(self) -> None:
-        for node in self.nodes:
-            node.scope.running = True
 
     def drop(self, what: Any) -> None:
         """Remove a piece added for a question (a `Capture`, or a collection's
@@ -381,10 +252,6 @@ class Dataflow:
             raise
         return list(inputs)
 
-    def step(self) -> None:
-        """Alias of `run()`."""
-        self.run()
-
     # -- observing -------------------------------------------------------------
     def metrics(self, per_worker: bool = False) -> list[dict]:
         """Work counters per operator (summed over workers unless `per_worker`)."""
@@ -406,7 +273,7 @@ class Dataflow:
 
     def to_dot(self) -> str:
         """The dataflow graph as graphviz text (see `ddflow.viz.to_dot`)."""
-        return _registered("to_dot", "ddflow.viz")(self)
+        return viz.to_dot(self)
 
     def total_work(self) -> int:
         """Records processed by all operators since the dataflow was built: records in
@@ -430,7 +297,6 @@ class Dataflow:
                         m = merged.setdefault(key, [0, []])
                         m[0] += n
                         m[1].extend(sample[: max(0, 12 - len(m[1]))])
-                from lattice import sort_key
                 for (outer, rnd), (n, sample) in sorted(
                         merged.items(), key=lambda kv: (sort_key(kv[0][0]), kv[0][1])):
                     rows.append({"loop": node.scope.name, "variable": node.name,
@@ -474,8 +340,8 @@ def _root_time(time: Any) -> Any:
     return time
 
 
-#: What `Dataflow` calls on its engine (the contract of `ddflow.engine.local`).
-_ENGINE_METHODS = ("compile", "run", "operators", "captured_since", "frontier")
+#: What `Dataflow` and `Capture` call on an engine (`ddflow.engine.Engine`).
+_ENGINE_METHODS = ("compile", "grow", "run", "operators", "captured_since", "frontier")
 
 
 def _check_engine(engine: Any) -> None:

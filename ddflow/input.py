@@ -23,17 +23,16 @@ lattice.errors.TimeError: update at 1 is not in advance of the session's time 2 
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
-from lattice import Antichain, advance_by, as_time, less_equal, same_lattice
-from ddflow.diff import check_diff
+from lattice import Antichain, advance_by, as_time, less_equal
+from ddflow import frames
 from ddflow.errors import (DataError, DataflowError, NothingDiscardedWarning,
                            SessionClosedError, TimeError)
-from ddflow.updates import consolidate_unsorted
+from ddflow.graph import Node
+from ddflow.updates import (check_lattice, checked_update, consolidate_unsorted,
+                            not_self_equal)
 from operators.base import Operator
-
-if TYPE_CHECKING:
-    from ddflow.dataflow import Dataflow, Node
 
 EMPTY = Antichain()
 _ANY: Any = object()    # "any value" for the optional filters of `InputSession.discard`
@@ -48,7 +47,7 @@ class InputSession:
     here, before anything is recorded.
     """
 
-    def __init__(self, dataflow: Dataflow, node: Node, name: str) -> None:
+    def __init__(self, dataflow: Any, node: Node, name: str) -> None:
         self.dataflow = dataflow
         self.node = node
         self.name = name
@@ -132,16 +131,21 @@ class InputSession:
 
     def insert_dataframe(self, frame: Any, time: str | None = None,
                          diff: str | None = None) -> int:
-        """Add the rows of a Spark DataFrame as updates (see `ddflow.engine.spark_io`);
-        returns the number of rows.  On the Spark engine the rows are checked and
-        sharded on the executors and wait there for the next `run()`: `pending`
-        does not list them, and `discard` cannot withdraw them."""
+        """Add the rows of a Spark DataFrame as updates (see `ddflow.frames`); returns
+        the number of rows.  An engine that takes them where they are (its
+        `feed_dataframe`: the Spark engine checks and shards them on the executors,
+        where they wait for the next `run()`) is handed the frame; `pending` does not
+        list those rows, and `discard` cannot withdraw them.  Any other engine's
+        rows stream through the driver."""
         if not (hasattr(frame, "columns") and hasattr(frame, "toLocalIterator")):
             raise DataError(f"insert_dataframe needs a Spark DataFrame, got a "
                             f"{type(frame).__name__} (use extend() for (data, time, diff) "
                             "triples)", operator=self.name)
-        from ddflow.engine.spark_io import feed_dataframe
-        return feed_dataframe(self, frame, time=time, diff=diff)
+        feed = getattr(self.dataflow.engine, "feed_dataframe", None)
+        if feed is None:
+            return frames.feed_rows(self, frame, time, diff)
+        self._check_open("insert_dataframe", None, None)
+        return feed(self, frame, time=time, diff=diff)
 
     def advance_to(self, time: Any) -> None:
         """Promise no updates at times not in advance of `time`: the times before it can
@@ -163,12 +167,21 @@ class InputSession:
         """The times this session may still update: `{time}` while open, empty after
         `close()`."""
         # One time is its own antichain (`advance_to` checked its lattice).
-        return EMPTY if self.closed else Antichain._trusted((self.time,))
+        return EMPTY if self.closed else Antichain.trusted((self.time,))
 
     @property
     def pending(self) -> list[tuple]:
         """Updates given since the last successful `run()` (a copy)."""
         return list(self._pending)
+
+    def stalled(self) -> bool:
+        """Whether updates are pending that no run can complete: the session is open
+        and its frontier has not moved since the last successful `run()`."""
+        return bool(self._pending) and not self.closed and self.frontier() == self._ran_at
+
+    def mark_ran(self) -> None:
+        """A `run()` succeeded: its frontier is the one `stalled` compares with."""
+        self._ran_at = self.frontier()
 
     def discard(self, data: Any, time: Any = _ANY, diff: Any = _ANY) -> list[tuple]:
         """Withdraw pending updates and return them; the other pending updates stay.
@@ -242,72 +255,7 @@ class InputSession:
                                      operator=self.name, record=data, time=time)
 
     def _check_time(self, time: Any, data: Any, what: str) -> None:
-        _check_lattice(self.name, self.time, time, data, what)
-
-
-def checked_update(name: str, session_time: Any, data: Any, time: Any, diff: Any) -> tuple:
-    """`(data, time, diff)` as an input whose time is `session_time` takes it, or the
-    typed error saying why not (naming the input `name`, the record and the time):
-    `TimeError` (another lattice, or not in advance of `session_time`), `DataError`
-    (unhashable data, or a NaN in it), `DiffError`.  One function for every way updates enter: a
-    session's `update_at`, and rows of a DataFrame checked on Spark's executors.
-
-    >>> checked_update("edges", 3, ("a", "b"), 5, 1)
-    (('a', 'b'), 5, 1)
-    >>> checked_update("edges", 3, ["a"], 5, 1)
-    Traceback (most recent call last):
-    ...
-    ddflow.errors.DataError: data must be hashable (unhashable type: 'list'); use tuples, ...
-    """
-    time = as_time(time)
-    _check_lattice(name, session_time, time, data, "update_at")
-    if not less_equal(session_time, time):
-        raise TimeError(f"update at {time!r} is not in advance of the session's time "
-                        f"{session_time!r} (time may not go backwards)",
-                        operator=name, record=data, time=time)
-    try:
-        hash(data)
-    except TypeError as exc:
-        raise DataError(f"data must be hashable ({exc}); use tuples, not lists or dicts",
-                        operator=name, record=data, time=time) from exc
-    if not_self_equal(data):
-        raise DataError("data must equal itself, and this record holds a NaN (or another "
-                        "value unequal to itself): its updates would never cancel, nor "
-                        "meet in a join or a count; map NaN to None or drop it first",
-                        operator=name, record=data, time=time)
-    return data, time, check_diff(diff, operator=name, record=data, time=time)
-
-
-def not_self_equal(data: Any) -> bool:
-    """Whether `data` holds a value unequal to itself (a float NaN, anywhere in a
-    tuple or frozenset: in a key as in a value).  Such a record breaks the multiset:
-    `insert(nan)` twice then `remove(nan)` would leave three entries.  A tuple is
-    walked because tuple equality takes identical items as equal (`(nan,) == (nan,)`
-    for one `nan` object), which would hide the NaN from `data != data`.
-
-    >>> not_self_equal((1, ("a", float("nan")))), not_self_equal((1, 2.5))
-    (True, False)
-    """
-    kind = type(data)
-    if kind is int or kind is str or data is None:
-        return False
-    if kind is tuple or kind is frozenset:
-        for x in data:          # (a loop, not any(map(...)): ints and strs cost no call)
-            k = type(x)
-            if k is not int and k is not str and not_self_equal(x):
-                return True
-        return False
-    try:
-        return bool(data != data)
-    except Exception:  # noqa: BLE001 - a comparison that does not answer: not ours to judge
-        return False
-
-
-def _check_lattice(name: str, session_time: Any, time: Any, data: Any, what: str) -> None:
-    if not same_lattice(time, session_time):
-        raise TimeError(f"{what}: {time!r} is not a time of this dataflow's lattice "
-                        f"(times look like {session_time!r})",
-                        operator=name, record=data, time=time)
+        check_lattice(self.name, self.time, time, data, what)
 
 
 class InputOp(Operator):

@@ -61,7 +61,7 @@ def _fields(raw: str) -> list[str]:
     return [f for f in _SPLIT.split(body) if f] if body else []
 
 
-def _read(path: str | Path) -> tuple[list[str], str]:
+def read_lines(path: str | Path) -> tuple[list[str], str]:
     """`(lines, name)` of a UTF-8 file (whatever the locale says); an unreadable file,
     or a path the OS refuses (a NUL byte in it), is an `InputFormatError` too.
 
@@ -155,8 +155,8 @@ def load_graph(edges_path: str | Path, changes_path: str | Path | None = None,
     of neither file is refused: a misspelt root would otherwise be reported as
     reachable (from itself) and nothing else.
     """
-    e_rows = edge_rows(*_read(edges_path))
-    c_rows = change_rows(*_read(changes_path)) if changes_path is not None else []
+    e_rows = edge_rows(*read_lines(edges_path))
+    c_rows = change_rows(*read_lines(changes_path)) if changes_path is not None else []
     tokens = [t for *_, f in e_rows for t in f] + [t for *_, f in c_rows for t in f]
     kind = _node_kind(tokens + list(roots))
     edges = [tuple(kind(t) for t in f) for *_, f in e_rows]
@@ -209,7 +209,7 @@ def load_facts(directory: str | Path, changes_path: str | Path | None = None
             continue
         if path.stem in facts:
             raise InputFormatError(f"a second file for relation {path.stem!r}", path=str(path))
-        lines, name = _read(path)
+        lines, name = read_lines(path)
         rows = []
         for n, raw in enumerate(lines, 1):
             f = _fields(raw)
@@ -224,7 +224,7 @@ def load_facts(directory: str | Path, changes_path: str | Path | None = None
         facts[path.stem] = rows
     c_rows: list = []
     if changes_path is not None:
-        lines, name = _read(changes_path)
+        lines, name = read_lines(changes_path)
         for n, raw in enumerate(lines, 1):
             f = _fields(raw)
             if not f:

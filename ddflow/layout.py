@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import attrs
 
 if TYPE_CHECKING:
-    from ddflow.dataflow import Dataflow, Node, Scope
+    from ddflow.graph import Graph, Node, Scope
 
 #: Spacing, in inches.
 CHANNEL = 0.32          # the empty strip right of each column: long edges run here
@@ -83,7 +83,7 @@ class Layout:
     height: float
 
 
-def layers(df: Dataflow) -> dict[int, int]:
+def layers(df: Graph) -> dict[int, int]:
     """Layer of each node: the longest path from an input, feedback edges cut.
 
     Creation order is a topological order of the graph without its feedback edges
@@ -104,7 +104,7 @@ def layers(df: Dataflow) -> dict[int, int]:
     return layer
 
 
-def edges(df: Dataflow) -> list[tuple[Node, Node, bool]]:
+def edges(df: Graph) -> list[tuple[Node, Node, bool]]:
     """`(producer, consumer, is_feedback)` for every edge of the graph.
 
     The feedback edge is the one into a loop's `Variable` node: it carries round `r`
@@ -133,7 +133,7 @@ class _Band:
         return own + [n for c in self.children for n in c.nodes()]
 
 
-def layout(df: Dataflow, size: Callable[[Node], tuple[float, float]],
+def layout(df: Graph, size: Callable[[Node], tuple[float, float]],
            header: Callable[[Scope], float] = lambda scope: 0.0) -> Layout:
     """Place `df`'s nodes, given each node's box `size(node) -> (width, height)` and
     each loop's header `header(scope) -> width`, in inches; see the module docstring

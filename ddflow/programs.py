@@ -66,7 +66,7 @@ from typing import Any
 
 import attrs
 
-from ddflow.query import _matcher, _shape, checked_relation, plan
+from ddflow.query import atom_shape, checked_relation, plan, shape_matcher
 from ddflow.syntax import Atom, Parser, QueryError, Rule, Term, is_fresh
 from operators.wcoj.plan import tuple_getter
 
@@ -368,7 +368,7 @@ def datalog(program: str, /, strategy: str | None = None, **relations: Any) -> d
     prog = parse_program(program, relations)
     df = scope.dataflow if scope is not None else ddflow.Dataflow()
     scope = scope if scope is not None else df.root
-    with df._building():
+    with df.building():
         arity = arities(prog)
         checked = {name: (checked_relation(rel, name, {arity[name]}) if name in arity
                           else rel)
@@ -434,7 +434,7 @@ class _Compiler:
 
     def _loop(self, names: tuple) -> None:
         from ddflow.collection import Variable
-        from ddflow.dataflow import Scope
+        from ddflow.graph import Scope
         inner = Scope(self.df, self.scope, f"datalog.{'+'.join(names)}#{next(_counter)}",
                       None)
         variables = {n: Variable(inner, name=n) for n in names}
@@ -482,14 +482,14 @@ class _Compiler:
             if lit.kind != "neg":
                 continue
             a = lit.atom
-            vars_, shape = _shape(a)
+            vars_, shape = atom_shape(a)
             named = [n for n, v in enumerate(vars_) if not is_fresh(v)]
             source = lookup(a.name)
             # Rules negating the same pattern of the same collection share its keys.
             cache_key = (id(source), shape, tuple(named))
             keys = self.negated.get(cache_key)
             if keys is None:
-                match, pick = _matcher(shape), tuple_getter(named)
+                match, pick = shape_matcher(shape), tuple_getter(named)
                 keys = self.negated[cache_key] = source.flat_map(
                     lambda t, match=match, pick=pick: [pick(m) for m in match(t)],
                     name=f"{label}.not.{a.name}").distinct(name=f"{label}.not.{a.name}.keys")

@@ -434,7 +434,7 @@ class Tracker:
         same frontier share one object."""
         if len(self._antichains) >= _KEPT:
             self._antichains.clear()
-        f = self._antichains[elements] = Antichain._trusted(elements)
+        f = self._antichains[elements] = Antichain.trusted(elements)
         return f
 
     def _effect(self, pattern: tuple) -> tuple:
@@ -535,11 +535,6 @@ def _minimal_times(counts: dict) -> tuple:
         if not any(less_equal(k, t) for k in kept):
             kept.append(t)
     return tuple(kept)
-
-
-def _minimal_positive(counts: dict) -> Antichain:
-    """The minimal times of a count table, as an `Antichain`."""
-    return Antichain._trusted(_minimal_times(counts))
 
 
 def time_counts(updates: Sequence[tuple]) -> dict:

@@ -54,7 +54,7 @@ import sys
 import types
 from typing import Any, Sequence
 
-from ddflow.dataflow import Node
+from ddflow.graph import Node
 # The parser's names stay importable from here, where they were first published.
 from ddflow.syntax import (Atom, Parser, QueryError, Rule, Term, Token, is_fresh, parse,
                            tokenize)
@@ -68,7 +68,7 @@ STRATEGIES = ("delta", "generic", "binary")
 
 # -- planning ------------------------------------------------------------------------------
 
-def _shape(a: Atom) -> tuple[tuple, tuple]:
+def atom_shape(a: Atom) -> tuple[tuple, tuple]:
     """(distinct variables in order, per-position pattern: ('v', k) or ('c', value))."""
     vars_: list = []
     shape = []
@@ -82,7 +82,7 @@ def _shape(a: Atom) -> tuple[tuple, tuple]:
     return tuple(vars_), tuple(shape)
 
 
-def _matcher(shape: tuple):
+def shape_matcher(shape: tuple):
     """`t -> [projected t]` or `[]`: arity, constants and repeated variables checked."""
     n = len(shape)
     consts = [(k, c) for k, (kind, c) in enumerate(shape) if kind == "c"]
@@ -211,7 +211,7 @@ def plan(r: Rule, relations: dict, strategy: str | None = None,
     atoms: list[tuple] = []
     atom_sources: list[int] = []
     for a in r.body:
-        vars_, shape = _shape(a)
+        vars_, shape = atom_shape(a)
         rel = relations[a.name]
         key = ("source", rel.node, shape)
         src = shared.get(key)
@@ -221,7 +221,7 @@ def plan(r: Rule, relations: dict, strategy: str | None = None,
                 n = len(shape)
                 src = rel.filter(lambda t, n=n: type(t) is tuple and len(t) == n, name=label)
             else:
-                src = rel.flat_map(_matcher(shape), name=label)
+                src = rel.flat_map(shape_matcher(shape), name=label)
             shared[key] = src
         if not any(s is src for s in sources):
             sources.append(src)

@@ -53,7 +53,7 @@ from typing import Any, Iterable, Iterator
 
 from lattice import Antichain, less_equal, sort_key
 
-from ddflow.batch import Batch, Entry, _merge, _require_antichain
+from ddflow.batch import Batch, Entry, merge_batches, require_antichain
 from ddflow.errors import BatchError, CompactionError
 from ddflow.key_history import KeyHistory
 from ddflow.updates import sorted_data
@@ -96,7 +96,7 @@ class Trace:
 
     def __init__(self, lower: Antichain | None = None) -> None:
         if lower is not None:
-            _require_antichain("lower", lower)
+            require_antichain("lower", lower)
         self._batches: list[Batch] = []
         # A read cache for `key_histories`: batch -> key -> KeyHistory.  Derived from
         # immutable batches (a KeyHistory at any floor is exact for reads at or after
@@ -134,7 +134,7 @@ class Trace:
         while len(batches) >= FANIN and batches[-FANIN].len <= FANIN * batches[-1].len:
             group = batches[-FANIN:]
             del batches[-FANIN:]
-            merged = _merge(group, self._since)
+            merged = merge_batches(group, self._since)
             if merged.len:
                 batches.append(merged)
             self._forget(group)
@@ -150,7 +150,7 @@ class Trace:
         if len(batches) > 1:
             oldest = batches[0].len
             if 2 * (sum(b.len for b in batches) - oldest) > oldest:
-                merged = _merge(batches, self._since)
+                merged = merge_batches(batches, self._since)
                 self._forget(batches)
                 self._batches = batches = [merged] if merged.len else []
 
@@ -168,7 +168,7 @@ class Trace:
         Raises `CompactionError` if `frontier` is behind the current one (the times
         it would make distinguishable again may already have been merged).
         """
-        _require_antichain("frontier", frontier)
+        require_antichain("frontier", frontier)
         old = self._since
         if old is not None and not old.dominates(frontier):
             raise CompactionError(f"logical compaction cannot move backwards, from "
@@ -180,7 +180,7 @@ class Trace:
         and consolidating (zero diffs dropped)."""
         if not self._batches:
             return
-        merged = _merge(self._batches, self._since)
+        merged = merge_batches(self._batches, self._since)
         self._forget(self._batches)
         self._batches = [merged] if merged.len else []
 

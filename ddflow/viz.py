@@ -37,12 +37,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from lattice import Antichain, Product, advance_by, join, less_equal, meet, sort_key
-from ddflow.dataflow import register
 from ddflow.errors import GraphError
 from ddflow.layout import edges, layout
 
 if TYPE_CHECKING:
-    from ddflow.dataflow import Dataflow, Node, Scope
+    from ddflow.graph import Graph, Node, Scope
 
 #: Colours per operator kind (matplotlib and graphviz both read these names).
 KIND_COLORS = {
@@ -91,8 +90,8 @@ def node_frontier(node: Node) -> Antichain | None:
     if node.kind == "input":
         for s in df.sessions:
             if s.node is node:
-                return s.frontier() if df._compiled else None
-    last = df.engine.frontier(node) if df._compiled else None
+                return s.frontier() if df.compiled else None
+    last = df.engine.frontier(node) if df.compiled else None
     if last is None:
         return None
     out = Antichain()
@@ -104,7 +103,7 @@ def node_frontier(node: Node) -> Antichain | None:
 def node_trace_records(node: Node) -> int:
     """Records held in the traces of `node`, summed over workers (0 before any run)."""
     # Engines that keep operators elsewhere (Spark) hand out views of them.
-    if not node.dataflow._compiled:
+    if not node.dataflow.compiled:
         return 0
     return sum(op.trace_records() for op in node.dataflow.engine.operators(node))
 
@@ -126,7 +125,7 @@ def _dot_quote(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def to_dot(df: Dataflow) -> str:
+def to_dot(df: Graph) -> str:
     """The dataflow graph as graphviz `dot` text (render it with `dot -Tsvg`).
 
     Nodes are `n<id>`, labelled with id, name, kind, input frontier and trace size;
@@ -208,7 +207,7 @@ def _axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
     return fig, ax
 
 
-def draw_dataflow(df: Dataflow, ax: Any = None, *, annotate: bool = True) -> Any:
+def draw_dataflow(df: Graph, ax: Any = None, *, annotate: bool = True) -> Any:
     """Draw the dataflow graph with matplotlib; returns the figure.
 
     Rows are layers, top to bottom, by the longest path from an input; each loop is a
@@ -484,7 +483,7 @@ def draw_advance_by(t: Product, frontier: Antichain, ax: Any = None, *,
     return fig
 
 
-def draw_rounds(df: Dataflow, ax: Any = None, *, loop: str | None = None,
+def draw_rounds(df: Graph, ax: Any = None, *, loop: str | None = None,
                 log_scale: bool = True) -> Any:
     """Heatmap of a loop's changes per `(outer time, round)`; returns the figure.
 
@@ -538,9 +537,6 @@ def draw_rounds(df: Dataflow, ax: Any = None, *, loop: str | None = None,
     fig.tight_layout()
     return fig
 
-
-# `Dataflow.to_dot()` renders through this module; the front door cannot import it.
-register("to_dot", to_dot)
 
 __all__ = ["to_dot", "draw_dataflow", "draw_updates", "draw_frontier", "draw_hasse",
            "draw_advance_by", "draw_rounds", "node_frontier", "node_trace_records"]

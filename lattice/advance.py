@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lattice import join, meet
+from lattice.order import join, meet
 from lattice.antichain import Antichain
 
 

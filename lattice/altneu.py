@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from lattice import _mismatch, join, less_equal, meet, minimum, same_lattice, sort_key
+from lattice.order import mismatch, join, less_equal, meet, minimum, same_lattice, sort_key
 from lattice.errors import TimeError
 
 
@@ -40,7 +40,7 @@ class AltNeu:
     def less_equal(self, other: Any) -> bool:
         """Lexicographic: `time <=` the other's, with `neu` deciding between equal times."""
         if type(other) is not AltNeu:
-            raise _mismatch(self, other)
+            raise mismatch(self, other)
         if self.time == other.time:
             return self.neu <= other.neu
         return less_equal(self.time, other.time)
@@ -52,7 +52,7 @@ class AltNeu:
     def join(self, other: Any) -> AltNeu:
         """The least upper bound in the lexicographic order."""
         if type(other) is not AltNeu:
-            raise _mismatch(self, other)
+            raise mismatch(self, other)
         t = join(self.time, other.time)
         neu = (t == self.time and self.neu) or (t == other.time and other.neu)
         return AltNeu(t, bool(neu))
@@ -60,7 +60,7 @@ class AltNeu:
     def meet(self, other: Any) -> AltNeu:
         """The greatest lower bound in the lexicographic order."""
         if type(other) is not AltNeu:
-            raise _mismatch(self, other)
+            raise mismatch(self, other)
         t = meet(self.time, other.time)
         neu = (t != self.time or self.neu) and (t != other.time or other.neu)
         return AltNeu(t, bool(neu))

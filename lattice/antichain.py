@@ -24,8 +24,7 @@ from typing import Any, Iterable, Iterator
 import attrs
 from sortedcontainers import SortedKeyList
 
-from lattice import join, less_equal, sort_key
-from lattice.product import Product
+from lattice.order import Product, join, less_equal, sort_key
 from lattice.errors import TimeError
 
 
@@ -109,7 +108,7 @@ class Antichain:
         return hash(self.elements)
 
     @classmethod
-    def _trusted(cls, elements: tuple) -> Antichain:
+    def trusted(cls, elements: tuple) -> Antichain:
         """An antichain from elements already minimal and in `sort_key` order (for
         images under an order-embedding, like entering a scope or adding a round)."""
         a = object.__new__(cls)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from lattice import join, less_equal
+from lattice.order import join, less_equal
 
 
 def joins_above(seeds: Iterable[Any], others: Iterable[Any]) -> set:

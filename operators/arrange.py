@@ -54,7 +54,6 @@ class Arrange(Operator):
         self._upper: Antichain | None = None
         self._readers: dict[int, Antichain | None] = UndoDict()
         self._since: Antichain | None = None
-        self._caps: list | None = []
         self._sealed_upto: Any = None
 
     # -- input ---------------------------------------------------------------
@@ -92,9 +91,7 @@ class Arrange(Operator):
                          operator=who, record=d, time=time)
 
     def capabilities(self) -> Iterable[Any]:
-        if self._caps is None:
-            self._caps = list(Antichain(self._buffer))
-        return self._caps
+        return self.pending_capabilities(self._buffer)
 
     def wants_frontier(self) -> bool:
         # Only buffered updates wait for the frontier; an empty arrangement's next
@@ -120,7 +117,7 @@ class Arrange(Operator):
         if ready:
             lower = self._upper if self._upper is not None else Antichain()
             try:
-                batch = Batch.from_updates(ready, lower=_lower_of(lower, ready, frontier),
+                batch = Batch.from_updates(ready, lower=lower_of(lower, ready, frontier),
                                            upper=frontier)
             except DataError as exc:
                 if exc.operator is not None:
@@ -238,7 +235,7 @@ class EnteredArrangement(Operator):
         return 0        # the outer arrangement's records, counted there
 
 
-def _lower_of(lower: Antichain, ready: list[Update], upper: Antichain) -> Antichain:
+def lower_of(lower: Antichain, ready: list[Update], upper: Antichain) -> Antichain:
     """A batch's lower bound: the previous batch's upper, or for the first batch the
     least of its times and of its upper (under a partial order a time of the batch
     may be incomparable with the upper's elements, and lower must precede upper)."""

@@ -79,7 +79,11 @@ class Operator:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._out: list[Update] = []
+        #: Emitted and not yet taken (`take_output`); an engine reads it to skip
+        #: the call when there is nothing.
+        self.output: list[Update] = []
+        #: The cached answer of `pending_capabilities` (None: to recompute).
+        self._caps: list | None = []
         self.records_in = 0
         self.records_out = 0
         self.batches_out = 0
@@ -107,6 +111,18 @@ class Operator:
         it has seen before.
         """
         return ()
+
+    def pending_capabilities(self, times: Iterable[Any]) -> list:
+        """`capabilities()` of an operator whose pending work sits at `times`: their
+        minimal elements, computed once per change.  The operator sets `self._caps =
+        None` whenever its pending times change (and lists `_caps` in `_caches`); the
+        list is recomputed then, a new object, never mutated (see `capabilities`).
+        `times` is only read on a recomputation: pass a container or a lazy iterable.
+        """
+        caps = self._caps
+        if caps is None:
+            caps = self._caps = list(Antichain(times))
+        return caps
 
     def reads_frontier(self) -> bool:
         """Whether this operator ever acts on its input frontier (fixed for its life):
@@ -137,12 +153,12 @@ class Operator:
     # -- output --------------------------------------------------------------
     def emit(self, updates: list[Update]) -> None:
         if updates:
-            self._out.extend(updates)
+            self.output.extend(updates)
 
     def take_output(self) -> list[Update]:
-        out = self._out
+        out = self.output
         if out:
-            self._out = []
+            self.output = []
             self.records_out += len(out)
             self.batches_out += 1
         return out
@@ -242,7 +258,7 @@ class Operator:
         log, self._undo_log = self._undo_log, None
         if log is None:
             return
-        self._out = []
+        self.output = []
         for attr, value in zip(log.names, log.values):
             setattr(self, attr, value)
         for d in log.dicts:

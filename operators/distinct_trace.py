@@ -190,7 +190,6 @@ class DistinctTrace(Operator):
         # pass visits only elements that have a newly complete time.
         self._by_time: dict[Any, dict] = UndoDict()
         self._since: Antichain | None = None
-        self._caps: list | None = []
 
     def _index(self, x: Any, t: Any) -> None:
         by_time = self._by_time
@@ -227,9 +226,7 @@ class DistinctTrace(Operator):
 
     def capabilities(self) -> Iterable[Any]:
         # A fresh time lies below every revisit time it will add.
-        if self._caps is None:
-            self._caps = list(Antichain(self._by_time))
-        return self._caps
+        return self.pending_capabilities(self._by_time)
 
     def wants_frontier(self) -> bool:
         # Idle, a move of the frontier would only advance compaction, which may lag

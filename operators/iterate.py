@@ -31,7 +31,7 @@ step record more than the entries it wrote.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from lattice import Antichain, Product, less_equal, sort_key
 from operators.base import Operator, Update
@@ -130,7 +130,6 @@ class Feedback(Operator):
         # outer time -> its last rounds' changes, kept near the limit only.
         self._recent: dict[Any, deque] = UndoDict()
         self._held: list[Update] = []
-        self._caps: list | None = []
         self.truncated = 0
 
     def on_input(self, port: int, updates: list[Update]) -> None:
@@ -139,10 +138,7 @@ class Feedback(Operator):
         self._caps = None
 
     def capabilities(self) -> list:
-        if self._caps is None:
-            times = {u[1] for u in self._held}
-            self._caps = list(Antichain(Product(t.outer, t.inner + 1) for t in times))
-        return self._caps
+        return self.pending_capabilities(_next_rounds(self._held))
 
     def wants_frontier(self) -> bool:
         return bool(self._held)
@@ -282,3 +278,10 @@ def _period(history: list) -> int | None:
         if len(checks) >= 2 and all(by_round[r] == by_round[r - k] for r in checks):
             return k
     return None
+
+
+def _next_rounds(held: list) -> Iterator[Product]:
+    """The times one round after those of `held` (a generator: nothing is computed
+    until `pending_capabilities` needs it)."""
+    for t in {u[1] for u in held}:
+        yield Product(t.outer, t.inner + 1)

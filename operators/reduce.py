@@ -35,7 +35,7 @@ The built-in logics below give differential dataflow's `count`, `sum`, `min`,
 `max`, `distinct` and `threshold`.
 
 >>> from lattice import Antichain, Product as P
->>> from operators.arrange import Arrange, _lower_of
+>>> from operators.arrange import Arrange, lower_of
 >>> arr = Arrange(by_self=True)
 >>> red = Reduce(arr, count_logic, name="count")
 >>> arr.on_input(0, [("k", P(1, 0), 1), ("k", P(0, 1), 1)])
@@ -50,7 +50,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Sequence
 
 from lattice import Antichain
-from operators.arrange import Arrange, _lower_of
+from operators.arrange import Arrange, lower_of
 from operators.base import Operator, Update
 from operators.history import floor_of, replay, replay_direct, replay_total
 from operators.undo import UndoDict
@@ -93,7 +93,6 @@ class Reduce(Operator):
         self._by_time: dict[Any, dict] = UndoDict()
         self._upper: Antichain | None = None
         self._since: Antichain | None = None
-        self._caps: list | None = []
 
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
@@ -118,9 +117,7 @@ class Reduce(Operator):
             by_time.touch(t)[key] = None
 
     def capabilities(self) -> Iterable[Any]:
-        if self._caps is None:
-            self._caps = list(Antichain(self._by_time))
-        return self._caps
+        return self.pending_capabilities(self._by_time)
 
     def wants_frontier(self) -> bool:
         # Idle, a move of the frontier would only advance compaction, which may lag
@@ -148,7 +145,7 @@ class Reduce(Operator):
             for key in keys:
                 self._reduce_key(key, beyond, emitted)
         if emitted:
-            lower = self._upper if self._upper is not None else _lower_of(Antichain(), emitted,
+            lower = self._upper if self._upper is not None else lower_of(Antichain(), emitted,
                                                                           frontier)
             self.out_trace.insert(Batch.from_updates(emitted, lower=lower, upper=frontier))
             self.emit(emitted)

@@ -17,7 +17,7 @@ DELTA, INTEGRAL = "delta", "integral"
 Hook = Callable[[int, Any], Any]
 
 
-def _root_tick(t: Any) -> int:
+def root_tick(t: Any) -> int:
     while type(t) is Product:
         t = t.outer
     return t

@@ -65,7 +65,7 @@ from ddflow.errors import GraphError
 from ddflow.updates import consolidate as _consolidate
 
 from ddflow.circuit.core import DELTA, INTEGRAL, Circuit, Stream, TraceStream
-from ddflow.circuit.sinks import _Record
+from ddflow.circuit.sinks import Record
 
 
 # -- forms -------------------------------------------------------------------------------
@@ -105,13 +105,13 @@ def map(f: Callable[[Any], Any], zset_: Stream) -> Stream:  # noqa: A001 - the n
     (The notes' Map example repeats their Filter example; see the tests.)
     """
     s = _stream(zset_, "map")
-    return s.circuit._operator("map", [s], s.collection.map(f, name="map"), s.form)
+    return s.circuit.add_operator("map", [s], s.collection.map(f, name="map"), s.form)
 
 
 def filter(predicate: Callable[[Any], bool], zset_: Stream) -> Stream:  # noqa: A001
     """Filter (2.9.4): keep the elements for which `predicate` holds; linear, any form."""
     s = _stream(zset_, "filter")
-    return s.circuit._operator("filter", [s], s.collection.filter(predicate, name="filter"),
+    return s.circuit.add_operator("filter", [s], s.collection.filter(predicate, name="filter"),
                                s.form)
 
 
@@ -119,13 +119,13 @@ def index_with(key_function: Callable[[Any], Any], zset_: Stream) -> Stream:
     """Index With (2.9.5): `x` becomes `(key_function(x), x)`, an indexed Z-set; linear."""
     s = _stream(zset_, "index_with")
     coll = s.collection.map(lambda x: (key_function(x), x), name="index_with")
-    return s.circuit._operator("index_with", [s], coll, s.form)
+    return s.circuit.add_operator("index_with", [s], coll, s.form)
 
 
 def negate(zset_: Stream) -> Stream:
     """Negate (2.9.8): every weight flips sign; linear, any form."""
     s = _stream(zset_, "negate")
-    return s.circuit._operator("negate", [s], s.collection.negate(name="negate"), s.form,
+    return s.circuit.add_operator("negate", [s], s.collection.negate(name="negate"), s.form,
                                label="\u2212x")
 
 
@@ -138,7 +138,7 @@ def plus(*zsets: Stream) -> Stream:
     form = streams[0].form if all(s.form == streams[0].form for s in streams) else INTEGRAL
     colls = [_in_form(s, form) for s in streams]
     out = colls[0].concat(*colls[1:], name="plus") if len(colls) > 1 else colls[0]
-    return circuit._operator("plus", streams, out, form, label="+")
+    return circuit.add_operator("plus", streams, out, form, label="+")
 
 
 def minus(a: Stream, b: Stream) -> Stream:
@@ -147,7 +147,7 @@ def minus(a: Stream, b: Stream) -> Stream:
     circuit = _same_circuit(a, b)
     form = a.form if a.form == b.form else INTEGRAL
     out = _in_form(a, form).concat(_in_form(b, form).negate(), name="minus")
-    return circuit._operator("minus", [a, b], out, form, label="\u2212")
+    return circuit.add_operator("minus", [a, b], out, form, label="\u2212")
 
 
 def inspect(callback: Callable[[list], Any], zset_: Stream) -> Stream:
@@ -161,14 +161,14 @@ def inspect(callback: Callable[[list], Any], zset_: Stream) -> Stream:
     operator that the BSP engines keep elsewhere), so every engine calls back alike.
     """
     s = _stream(zset_, "inspect")
-    record = _Record(s.circuit, s)
-    out = s.circuit._operator("inspect", [s], s.collection, s.form)
+    record = Record(s.circuit, s)
+    out = s.circuit.add_operator("inspect", [s], s.collection, s.form)
 
     def close_tick(tick: int) -> None:
         for t in record.close_tick(tick):
             callback(_consolidate((d, t, w) for d, w in record.at(t).items()))
 
-    s.circuit.root._tick_listeners.append(close_tick)
+    s.circuit.root.tick_listeners.append(close_tick)
     return out
 
 
@@ -180,7 +180,7 @@ def delay(zset_: Stream) -> Stream:
     form.
     """
     s = _stream(zset_, "delay")
-    return s.circuit._operator("delay", [s], s.circuit._shift(s.collection), s.form,
+    return s.circuit.add_operator("delay", [s], s.circuit.shifted(s.collection), s.form,
                                label="z^-1")
 
 
@@ -198,7 +198,7 @@ def integrate(zset_: Stream) -> Stream:
     """
     s = _stream(zset_, "integrate")
     _root_only(s, "integrate")
-    return s.circuit._operator("integrate", [s], _in_form(s, DELTA), INTEGRAL, label="I")
+    return s.circuit.add_operator("integrate", [s], _in_form(s, DELTA), INTEGRAL, label="I")
 
 
 def differentiate(zset_: Stream) -> Stream:
@@ -209,7 +209,7 @@ def differentiate(zset_: Stream) -> Stream:
     """
     s = _stream(zset_, "differentiate")
     _root_only(s, "differentiate")
-    return s.circuit._operator("differentiate", [s], _in_form(s, INTEGRAL), DELTA, label="D")
+    return s.circuit.add_operator("differentiate", [s], _in_form(s, INTEGRAL), DELTA, label="D")
 
 
 def _root_only(s: Stream, what: str) -> None:
@@ -224,7 +224,7 @@ def integrate_trace(zset_: Stream) -> TraceStream:
     """The trace of every update of `zset_` so far, each at its tick: the notes'
     `trace = trace_append(s, z1_trace(trace))` in one node (DBSP's integrate_trace)."""
     s = _stream(zset_, "integrate_trace")
-    return s.circuit._trace_operator("integrate_trace", [s], _in_form(s, DELTA), 0,
+    return s.circuit.add_trace_operator("integrate_trace", [s], _in_form(s, DELTA), 0,
                                      label="I (trace)")
 
 
@@ -236,11 +236,11 @@ def delay_trace(trace: TraceStream | Stream) -> TraceStream:
     """
     if isinstance(trace, Stream):
         s = trace
-        return s.circuit._trace_operator("delay_trace", [s], _in_form(s, DELTA), 1,
+        return s.circuit.add_trace_operator("delay_trace", [s], _in_form(s, DELTA), 1,
                                          label="z^-1 (trace)")
     if not isinstance(trace, TraceStream):
         raise GraphError(f"delay_trace takes a trace or a Z-set stream, got {trace!r}")
-    return trace.circuit._trace_operator("delay_trace", [trace], trace.collection,
+    return trace.circuit.add_trace_operator("delay_trace", [trace], trace.collection,
                                          trace.lag + 1, trace.timed, label="z^-1 (trace)")
 
 
@@ -255,11 +255,11 @@ def _append(name: str, zset_: Stream, trace: TraceStream, timed: bool) -> TraceS
     own = trace.lag == 1 and trace.collection is _in_form_or_none(s, DELTA)
     if own:
         # The DBSP idiom: appending s's Z-set to its own trace of the previous tick.
-        return circuit._trace_operator(name, [s, trace], trace.collection, 0,
+        return circuit.add_trace_operator(name, [s, trace], trace.collection, 0,
                                        timed and trace.timed)
     # Any other trace: its content at t plus the Z-set of s at t.
     coll = trace.accumulation().concat(_in_form(s, INTEGRAL), name=name)
-    return circuit._trace_operator(name, [s, trace], coll, 0, False)
+    return circuit.add_trace_operator(name, [s, trace], coll, 0, False)
 
 
 def _in_form_or_none(s: Stream, form: str) -> Any:
@@ -292,7 +292,7 @@ def consolidate(trace: TraceStream | Stream) -> Stream:
         coll = trace.accumulation()
     else:
         raise GraphError(f"consolidate takes a trace, got {trace!r}")
-    return trace.circuit._operator("consolidate", [trace],
+    return trace.circuit.add_operator("consolidate", [trace],
                                    coll.consolidate(name="consolidate"), INTEGRAL)
 
 
@@ -331,14 +331,14 @@ def aggregate(function: str | Callable[[list], Any], indexed: Stream) -> Stream:
 
     name = function if isinstance(function, str) else getattr(function, "__name__", "fn")
     coll = _in_form(s, INTEGRAL).reduce(logic, name=f"aggregate({name})")
-    return s.circuit._operator("aggregate", [s], coll, INTEGRAL, label=f"aggregate({name})")
+    return s.circuit.add_operator("aggregate", [s], coll, INTEGRAL, label=f"aggregate({name})")
 
 
 def distinct(zset_: Stream) -> Stream:
     """Distinct (2.9.3): the elements of positive weight, with weight 1, tick by tick
     (the engine's `distinct` on the integral form)."""
     s = _stream(zset_, "distinct")
-    return s.circuit._operator("distinct", [s], _in_form(s, INTEGRAL).distinct(), INTEGRAL)
+    return s.circuit.add_operator("distinct", [s], _in_form(s, INTEGRAL).distinct(), INTEGRAL)
 
 
 def join_stream(join_fun: Callable[[Any, Any, Any], Any], a: Stream, b: Stream) -> Stream:
@@ -348,7 +348,7 @@ def join_stream(join_fun: Callable[[Any, Any, Any], Any], a: Stream, b: Stream) 
     a, b = _stream(a, "join_stream"), _stream(b, "join_stream")
     circuit = _same_circuit(a, b)
     coll = _in_form(a, INTEGRAL).join_map(_in_form(b, INTEGRAL), join_fun, name="join_stream")
-    return circuit._operator("join_stream", [a, b], coll, INTEGRAL)
+    return circuit.add_operator("join_stream", [a, b], coll, INTEGRAL)
 
 
 def join_trace(join_fun: Callable[[Any, Any, Any], Any], zset_: Stream,
@@ -360,7 +360,7 @@ def join_trace(join_fun: Callable[[Any, Any, Any], Any], zset_: Stream,
     t = _trace(trace, "join_trace")
     circuit = _same_circuit(a, t)
     coll = _in_form(a, INTEGRAL).join_map(t.accumulation(), join_fun, name="join_trace")
-    return circuit._operator("join_trace", [a, t], coll, INTEGRAL)
+    return circuit.add_operator("join_trace", [a, t], coll, INTEGRAL)
 
 
 def join_trace_flipped(join_fun: Callable[[Any, Any, Any], Any], zset_: Stream,
@@ -373,7 +373,7 @@ def join_trace_flipped(join_fun: Callable[[Any, Any, Any], Any], zset_: Stream,
     coll = _in_form(a, INTEGRAL).join_map(t.accumulation(),
                                           lambda k, v1, v2: join_fun(k, v2, v1),
                                           name="join_trace_flipped")
-    return circuit._operator("join_trace_flipped", [a, t], coll, INTEGRAL)
+    return circuit.add_operator("join_trace_flipped", [a, t], coll, INTEGRAL)
 
 
 # -- incremental -------------------------------------------------------------------------
@@ -387,7 +387,7 @@ def incremental_join(join_fun: Callable[[Any, Any, Any], Any], a: Stream, b: Str
     a, b = _stream(a, "incremental_join"), _stream(b, "incremental_join")
     circuit = _same_circuit(a, b)
     coll = _in_form(a, DELTA).join_map(_in_form(b, DELTA), join_fun, name="incremental_join")
-    return circuit._operator("incremental_join", [a, b], coll, DELTA, label="join (incr.)")
+    return circuit.add_operator("incremental_join", [a, b], coll, DELTA, label="join (incr.)")
 
 
 def _own_trace(name: str, s: Stream, trace: Any, coll: Any) -> bool:
@@ -420,7 +420,7 @@ def distinct_trace(zset_: Stream, trace: TraceStream | None = None) -> Stream:
         raise GraphError("distinct_trace reads its own input's trace; for another trace "
                          "use distinct_incremental(zset, trace)")
     inputs = [s] if trace is None else [s, trace]
-    return s.circuit._operator("distinct_trace", inputs,
+    return s.circuit.add_operator("distinct_trace", inputs,
                                _distinct_delta(s, coll, "distinct_trace"), DELTA)
 
 
@@ -439,7 +439,7 @@ def distinct_incremental(zset_: Stream, trace: TraceStream | None = None) -> Str
         if coll is None:
             coll = _in_form(s, DELTA)           # raises the form error
         inputs = [s] if trace is None else [s, trace]
-        return s.circuit._operator("distinct_incremental", inputs,
+        return s.circuit.add_operator("distinct_incremental", inputs,
                                    _distinct_delta(s, coll, "distinct_incremental"), DELTA)
     if not isinstance(trace, TraceStream):
         raise GraphError(f"distinct_incremental's second argument is a trace, got {trace!r}")
@@ -447,7 +447,7 @@ def distinct_incremental(zset_: Stream, trace: TraceStream | None = None) -> Str
     before = trace.accumulation()
     after = before.concat(_in_form(s, INTEGRAL), name="distinct_incremental.after")
     out = after.distinct().concat(before.distinct().negate(), name="distinct_incremental")
-    return circuit._operator("distinct_incremental", [s, trace], out, INTEGRAL)
+    return circuit.add_operator("distinct_incremental", [s, trace], out, INTEGRAL)
 
 
 # -- the Stream shorthands -----------------------------------------------------------------

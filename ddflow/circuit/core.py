@@ -89,11 +89,11 @@ from lattice import less_equal
 from ddflow import Dataflow
 from ddflow.arguments import positive_int
 from ddflow.collection import Variable
-from ddflow.dataflow import Scope
+from ddflow.graph import Scope
 from ddflow.errors import GraphError
 
 from ddflow.circuit.base import DELTA, INTEGRAL, NODE_KINDS, Hook
-from ddflow.circuit.sinks import Sink, _Reading, replay_iterations
+from ddflow.circuit.sinks import Sink, Reading, replay_iterations
 
 
 class Node:
@@ -114,8 +114,8 @@ class Node:
         self.child: Circuit | None = None      # the subcircuit of a child node
         self.exports: list[Any] = []           # a child node: the inner exported streams
         self.label = name                      # what a drawing writes in the box
-        self._start: list[Hook] = []
-        self._stop: list[Hook] = []
+        self.start_hooks: list[Hook] = []
+        self.stop_hooks: list[Hook] = []
         circuit.nodes.append(self)
 
     @property
@@ -125,20 +125,20 @@ class Node:
 
     def on_clock_start(self, fn: Hook) -> Node:
         """Call `fn(scope, time)` when a clock this node sees starts a cycle."""
-        self._start.append(fn)
+        self.start_hooks.append(fn)
         return self
 
     def on_clock_stop(self, fn: Hook) -> Node:
         """Call `fn(scope, time)` when a clock this node sees ends a cycle."""
-        self._stop.append(fn)
+        self.stop_hooks.append(fn)
         return self
 
     def clock_start(self, scope: int, time: Any) -> None:
-        for fn in self._start:
+        for fn in self.start_hooks:
             fn(scope, time)
 
     def clock_stop(self, scope: int, time: Any) -> None:
-        for fn in self._stop:
+        for fn in self.stop_hooks:
             fn(scope, time)
 
     def __repr__(self) -> str:
@@ -218,7 +218,7 @@ class TraceStream:
 
     def accumulation(self) -> Any:
         """A collection whose accumulation at `t` is this trace's content at `t`."""
-        return self.circuit._shift(self.collection, self.lag)
+        return self.circuit.shifted(self.collection, self.lag)
 
     def __repr__(self) -> str:
         return f"TraceStream({self.node.name!r}, gid={list(self.node.global_id)}, lag={self.lag})"
@@ -235,7 +235,7 @@ class _Transfer:
     `collection` holds at exactly tick `t` enters `session` at `t + 1`."""
 
     def __init__(self, circuit: Circuit, collection: Any, session: Any) -> None:
-        self.reading = circuit.root._reading(collection)
+        self.reading = circuit.root.reading_of(collection)
         self.session = session
 
     def transfer(self, tick: int) -> None:
@@ -270,8 +270,8 @@ class Circuit:
             self.time = 0
             self._transfers: list[_Transfer] = []
             self._shift_cache: dict[tuple[int, Any], Any] = {}
-            self._readings: dict[int, tuple[Any, _Reading]] = {}
-            self._tick_listeners: list[Callable[[int], Any]] = []
+            self._readings: dict[int, tuple[Any, Reading]] = {}
+            self.tick_listeners: list[Callable[[int], Any]] = []
             self._started = False
             self._root_feedback: list[tuple[Stream, Any]] = []   # (output, session)
         else:
@@ -282,7 +282,7 @@ class Circuit:
             self.scope = Scope(self.dataflow, _parent.scope, name, max_rounds, "raise")
             self._variables: dict[int, Any] = {}
         self._clock_inputs: list[Any] = []   # import and feedback collections
-        self._clock_readings: list[_Reading] = []
+        self.clock_readings: list[Reading] = []
 
     def __repr__(self) -> str:
         return f"Circuit({self.name!r}, gid={list(self.global_id)}, {len(self.nodes)} nodes)"
@@ -432,8 +432,11 @@ class Circuit:
         return out
 
     # -- compiled helpers ----------------------------------------------------------------
-    def _operator(self, name: str, inputs: list, collection: Any, form: str,
+    def add_operator(self, name: str, inputs: list, collection: Any, form: str,
                   label: str | None = None) -> Stream:
+        """A node of the catalogue (`ddflow.circuit.catalogue`): an operator `name`
+        over `inputs`, computed by the engine `collection`, in `form` (delta or
+        integral), drawn as `label`."""
         self._check_own(*inputs)
         node = Node(self, "operator", name, inputs)
         node.label = label or name
@@ -441,8 +444,10 @@ class Circuit:
         node.outputs.append(out)
         return out
 
-    def _trace_operator(self, name: str, inputs: list, collection: Any, lag: int,
+    def add_trace_operator(self, name: str, inputs: list, collection: Any, lag: int,
                         timed: bool = True, label: str | None = None) -> TraceStream:
+        """As `add_operator`, for an operator whose output is a `TraceStream` (`lag`
+        and `timed` as it takes them)."""
         self._check_own(*inputs)
         node = Node(self, "operator", name, inputs)
         node.label = label or name
@@ -450,14 +455,14 @@ class Circuit:
         node.outputs.append(out)
         return out
 
-    def _reading(self, collection: Any) -> _Reading:
+    def reading_of(self, collection: Any) -> Reading:
         """The one capture of `collection` the driver reads (shared by every sink,
         inspect, transfer and clock that watches it)."""
         readings = self.root._readings
         if id(collection) not in readings:
             self._check_building()
             # keep `collection` alive with its reading, so that ids stay unique
-            readings[id(collection)] = (collection, _Reading(collection))
+            readings[id(collection)] = (collection, Reading(collection))
         return readings[id(collection)][1]
 
     def _in_form(self, stream: Stream, form: str) -> Any:
@@ -477,7 +482,7 @@ class Circuit:
             c = stream.collection
             if form == INTEGRAL:
                 # C - z^-1 C accumulates, at t, to the updates of C at t (engine delay).
-                out = c.concat(self._shift(c).negate(), name="to_integral")
+                out = c.concat(self.shifted(c).negate(), name="to_integral")
             else:
                 # R = C + z^-1 R: its updates at t are acc(C, t) (DBSP's integrator
                 # loop), a cycle at the root: the driver carries its z^-1.
@@ -495,7 +500,7 @@ class Circuit:
         hit = self.root._shift_cache.get((id(stream.collection), form))
         return None if hit is None else hit[1]
 
-    def _shift(self, collection: Any, k: int = 1) -> Any:
+    def shifted(self, collection: Any, k: int = 1) -> Any:
         """`collection` with every update `k` clock cycles later (z^-k): the engine's
         `delay` by one tick at the root, a `Variable` (one iteration) in a child."""
         for _ in range(k):
@@ -521,7 +526,7 @@ class Circuit:
         for out, _session in self._root_feedback:
             if not out.node.inputs:
                 raise GraphError(f"feedback node {out.node.name!r} was never connected")
-        for c in self._circuits():
+        for c in self.nested_circuits():
             if c.depth == 0:
                 continue
             for node in c.nodes:
@@ -530,14 +535,15 @@ class Circuit:
                                      "never connected")
             # Captures are built before the first run (the engine's rule), whether or
             # not hooks are registered yet: a hook may be added after any tick.
-            c._clock_readings = [self._reading(coll) for coll in c._clock_inputs]
+            c.clock_readings = [self.reading_of(coll) for coll in c._clock_inputs]
         self._started = True
 
-    def _circuits(self) -> Iterable[Circuit]:
+    def nested_circuits(self) -> Iterable[Circuit]:
+        """This circuit and every circuit nested in it, depth first."""
         yield self
         for node in self.nodes:
             if node.child is not None:
-                yield from node.child._circuits()
+                yield from node.child.nested_circuits()
 
     def tick(self) -> int:
         """Run one tick of the root clock; return the tick just completed.
@@ -574,7 +580,7 @@ class Circuit:
         finally:
             for _collection, reading in self._readings.values():
                 reading.forget()
-        for listener in self._tick_listeners:
+        for listener in self.tick_listeners:
             listener(t)
         replay_iterations(self, t)
         for transfer in self._transfers:

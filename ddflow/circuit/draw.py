@@ -121,7 +121,7 @@ def layout(circuit: Circuit) -> tuple[dict, dict]:
     whose work happens in a child does not leave the root's band empty."""
     nodes = [n for n in circuit.walk() if n.kind != "child"]
     forward = [(s, d) for s, d, back, _l in edges(circuit) if not back]
-    circuits = list(circuit._circuits())
+    circuits = list(circuit.nested_circuits())
     # A child's nodes start right of whatever feeds the child from outside (a feedback
     # node, fed only by its back edge, would otherwise sit level with the sources).
     inside = {id(c): {n for n in c.walk() if n.kind != "child"} for c in circuits if c.depth}

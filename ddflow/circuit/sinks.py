@@ -27,18 +27,19 @@ from the same captures; see its docstring for what it promises.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from lattice import Product, sort_key
 from ddflow.updates import accumulate
 
-from ddflow.circuit.base import INTEGRAL, _root_tick
+from ddflow.circuit.base import INTEGRAL, root_tick
 
-if TYPE_CHECKING:
-    from ddflow.circuit.core import Circuit, Node, Stream
+#: What this module handles of `ddflow.circuit.core` (which imports it): named for
+#: the reader, typed loosely so that the import runs one way.
+Circuit = Node = Stream = Any
 
 
-class _Reading:
+class Reading:
     """A capture of one collection, read from the driver and indexed by time.
 
     One `Capture.updates` call per root tick, made when first asked; the circuit calls
@@ -80,7 +81,7 @@ class _Reading:
         return sorted(self._by_time, key=sort_key)
 
 
-class _Record:
+class Record:
     """One stream's Z-sets, tick by tick at the root, at any time in a child.
 
     At the root the value of each tick is kept as the tick closes (a delta stream's
@@ -92,14 +93,14 @@ class _Record:
     def __init__(self, circuit: Circuit, stream: Stream) -> None:
         self.form = stream.form
         self.at_root = circuit.depth == 0
-        self.reading = circuit.root._reading(stream.collection)
+        self.reading = circuit.root.reading_of(stream.collection)
         self.values: dict[int, dict] = {}
         self._running: dict = {}
 
     def close_tick(self, tick: int) -> list:
         """Record root tick `tick`; return the times it completed, in order."""
         if not self.at_root:
-            return [t for t in self.reading.times() if _root_tick(t) == tick]
+            return [t for t in self.reading.times() if root_tick(t) == tick]
         delta = self.reading.at_time(tick)
         run = self._running
         for d, r in delta.items():
@@ -138,8 +139,8 @@ class Sink:
         self.node = node
         self.streams = streams
         self.callback = callback
-        self._records = [_Record(circuit, s) for s in streams]
-        circuit.root._tick_listeners.append(self._close_tick)
+        self._records = [Record(circuit, s) for s in streams]
+        circuit.root.tick_listeners.append(self._close_tick)
 
     def _close_tick(self, tick: int) -> None:
         times: set = set()
@@ -194,10 +195,10 @@ def _last_iterations(circuit: Circuit, tick: int) -> dict[Any, int]:
     """For a child circuit: each parent time of root tick `tick` -> the last iteration
     with a change on the clock edges of the circuit or of any circuit inside it."""
     last: dict[Any, int] = {}
-    for c in circuit._circuits():
-        for reading in c._clock_readings:
+    for c in circuit.nested_circuits():
+        for reading in c.clock_readings:
             for t in reading.times():
-                if _root_tick(t) != tick:
+                if root_tick(t) != tick:
                     continue
                 p = _project(t, circuit.depth)
                 last[p.outer] = max(last.get(p.outer, 0), p.inner)
@@ -205,7 +206,7 @@ def _last_iterations(circuit: Circuit, tick: int) -> dict[Any, int]:
 
 
 def _has_hooks(circuit: Circuit) -> bool:
-    return any(node._start or node._stop for node in circuit.walk())
+    return any(node.start_hooks or node.stop_hooks for node in circuit.walk())
 
 
 def replay_iterations(root: Circuit, tick: int) -> None:

@@ -17,34 +17,37 @@ from typing import Any, Protocol, runtime_checkable
 
 @runtime_checkable
 class Engine(Protocol):
-    """The contract between the front door (`Dataflow`, `Capture`, metrics) and an
-    engine.  Nodes are the front door's descriptions; an engine keeps the operator
-    instances and everything else it runs to itself."""
+    """The contract between the front door and an engine: the methods `Dataflow` and
+    `Capture` call, and nothing else (`Dataflow` refuses an engine lacking one).
+    Nodes are the graph's descriptions (`ddflow.graph`); an engine keeps the
+    operator instances and everything else it runs to itself.
+
+    An engine may offer more, looked up by name where it is used: `feed_dataframe`
+    and `capture_dataframe` (the Spark engine's) take DataFrames where they are."""
 
     def compile(self, df: Any) -> None:
         """Build the plan of `df`'s (prepared) graph and instantiate its operators."""
 
     def grow(self, df: Any, growth: Any) -> None:
-        """Take the operators added to the running dataflow (a `plan.Growth`) next to
+        """Take the operators added to the running dataflow (a `graph.Growth`) next to
         the running ones, which keep their state; the next `run` first hands the new
         ones the contents they import."""
 
-    def run(self, df: Any, keep: bool = True) -> None:
-        """Take the sessions' pending updates and do all the work their frontiers
-        allow; on any error, put everything back (sessions included) and re-raise.
-        With `keep=False`, a trial: put everything back even on success (what
-        `ddflow.blame` runs to find the updates an error comes from)."""
-
-    def captured_since(self, node: Any, cursor: Any) -> tuple:
-        """The updates a capture node recorded since `cursor` (None: from the
-        start), a cursor for the next call, and whether the reader must start over
-        (`ddflow.capture.read_since`)."""
+    def run(self, df: Any, taken: list, keep: bool = True) -> None:
+        """Feed `taken`, the updates taken from `df`'s sessions (`(session, updates)`
+        pairs), and do all the work their frontiers allow; on any error, put the
+        engine's state back as it was before and re-raise (the caller gives the
+        sessions their updates back).  With `keep=False`, a trial: put the state
+        back even on success (what `ddflow.blame` runs to find `err.inputs`)."""
 
     def operators(self, node: Any) -> list:
-        """`node`'s operators (or views of their counters), one per shard."""
+        """`node`'s operators (or views of their counters), one per shard ([] before
+        `node` is compiled)."""
 
-    def captured(self, node: Any) -> list:
-        """Every update a capture node has recorded, over all shards."""
+    def captured_since(self, node: Any, cursor: Any) -> tuple[list, Any, bool]:
+        """The updates capture `node` recorded since `cursor` (None: from the start), a
+        cursor for the next call, and whether they are the whole history because the
+        reader must start over (`operators.capture.read_since`)."""
 
     def frontier(self, node: Any) -> tuple | None:
         """`node`'s input frontiers as of the end of the last run (None before)."""

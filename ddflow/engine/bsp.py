@@ -35,13 +35,13 @@ import attrs
 
 from lattice import Antichain
 from ddflow.arguments import positive_int
-from ddflow.capture import Cursor, read_since
 from ddflow.engine.plan import Plan, instantiate
 from ddflow.engine.shard_log import MemoryStore, Resident, ShardLog
 from ddflow.engine.steplog import StepLog
 from ddflow.engine.superstep import (COUNTERS, TALLY, ShardState, Stage, View, dumps,
                                      raise_error, replay, shard_superstep, summary, undo)
 from ddflow.engine.worker import Worker, split_by_shard
+from operators.capture import Cursor, read_since
 
 
 class BSPEngine:
@@ -154,12 +154,13 @@ class BSPEngine:
         self._importing = True
 
     # -- run -----------------------------------------------------------------------
-    def run(self, df: Any, keep: bool = True) -> None:
-        """One step: jobs of supersteps until the shards' verdict is that nothing
-        moves any more; rolled back on failure, and with `keep=False` (a trial, see
-        `LocalEngine.run`) on success too: the shards go back to the step's start as
-        after a failure (each copy undone when next loaded)."""
-        taken = [(s, s.take_pending()) for s in df.sessions]
+    def run(self, df: Any, taken: list, keep: bool = True) -> None:
+        """One step over the updates taken from the sessions (`(session, updates)`
+        pairs): jobs of supersteps until the shards' verdict is that nothing moves
+        any more; rolled back on failure (the sessions by `Dataflow.run`), and with
+        `keep=False` (a trial, see `LocalEngine.run`) on success too: the shards go
+        back to the step's start as after a failure (each copy undone when next
+        loaded)."""
         saved = (list(self._states), {s: [list(r) for r in rows]
                                       for s, rows in self._counters.items()},
                  self._frontiers)
@@ -169,15 +170,11 @@ class BSPEngine:
         except BaseException as exc:
             self._states, self._counters, self._frontiers = saved
             self._end_run()
-            for session, updates in taken:
-                session.restore_pending(updates)
             self._steplog.end(self.jobs, exc)
             raise
         if not keep:
             self._states, self._counters, self._frontiers = saved
             self._end_run()
-            for session, updates in taken:
-                session.restore_pending(updates)
             self._steplog.end(self.jobs)
             return
         self._end_run()
@@ -248,12 +245,6 @@ class BSPEngine:
             return []                   # not compiled yet
         i = self.index[id(node)]
         return [_OpView(self, node, s, self._counters[s][i]) for s in range(self.shards)]
-
-    def captured(self, node: Any) -> list:
-        """Every update a capture node has recorded, over all shards."""
-        if id(node) not in self.index:
-            return []                   # not compiled yet
-        return [u for part in self.fetch(node, "updates") for u in part]
 
     def frontier(self, node: Any) -> tuple | None:
         """The input frontiers of `node` after the last run (None before)."""

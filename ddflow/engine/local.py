@@ -9,20 +9,19 @@ worker `shard_of(key, W)`: the exchange.
 
 Rollback: each operator is checkpointed the first time a step touches it (from then
 on it records what the step overwrites, `operators.undo`); if anything raises, the
-touched operators are rolled back, queued work is dropped, and the sessions get
-their updates back before the error reaches the caller; otherwise they commit.  A
-trial (`run(df, keep=False)`) rolls back a step that succeeded too: what the front
-door uses to find which pending updates a failure comes from (`err.inputs`).
+touched operators are rolled back and queued work is dropped before the error
+reaches the caller (who gives the sessions their updates back, `Dataflow.run`);
+otherwise they commit.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ddflow.capture import Cursor, read_since
 from ddflow.engine.plan import Plan, instantiate
 from ddflow.engine.worker import Worker
 from ddflow.arguments import positive_int
+from operators.capture import Cursor, read_since
 
 
 class LocalEngine:
@@ -59,12 +58,12 @@ class LocalEngine:
         self._index = {id(n): i for i, n in enumerate(nodes)}
 
     # -- run -----------------------------------------------------------------
-    def run(self, df: Any, keep: bool = True) -> None:
-        """One step: feed the sessions' pending updates and run until nothing can move.
-        With `keep=False` a trial: the step is rolled back even when it succeeds (and
-        the sessions keep their updates), so only whether it raises is learnt."""
+    def run(self, df: Any, taken: list, keep: bool = True) -> None:
+        """One step: feed the updates taken from the sessions (`(session, updates)`
+        pairs) and run until nothing can move; on failure, roll every operator back.
+        With `keep=False` a trial: rolled back even when it succeeds, so only whether
+        it raises is learnt (what `ddflow.blame` runs to find `err.inputs`)."""
         worker = self._worker
-        taken = [(s, s.take_pending()) for s in df.sessions]
         worker.begin()
         try:
             worker.import_contents()
@@ -75,13 +74,9 @@ class LocalEngine:
             worker.drain()
         except BaseException:
             worker.rollback()
-            for session, updates in taken:
-                session.restore_pending(updates)
             raise
         if not keep:
             worker.rollback()
-            for session, updates in taken:
-                session.restore_pending(updates)
             return
         worker.commit()
         self._stepped = True
@@ -105,14 +100,10 @@ class LocalEngine:
             return []       # not compiled yet (built since the last run)
         return [ops[i] for ops in self._worker.ops]
 
-    def captured(self, node: Any) -> list:
-        """Every update a capture node has recorded, over all workers."""
-        return [u for op in self.operators(node) for u in op.updates]
-
     def captured_since(self, node: Any, cursor: Cursor | None) -> tuple[list, Cursor, bool]:
         """The updates a capture node recorded since `cursor` (None: from the start),
         a cursor for the next call, and whether they are the whole history because
-        the reader must start over (see `ddflow.capture.read_since`)."""
+        the reader must start over (see `operators.capture.read_since`)."""
         return read_since([op.journal for op in self.operators(node)], cursor)
 
     def frontier(self, node: Any) -> tuple | None:

@@ -31,8 +31,8 @@ jobs, supersteps and bytes persisted per change):
 * A shard with no messages, nothing queued and no frontier change is not loaded.
 * Errors: a `DataflowError` in a task (user function, convergence) travels in the
   summaries; every shard stops, the driver goes back to the tokens of the step's
-  start, gives the sessions their updates back and re-raises it, as the local
-  engine does; the copies that started the step undo it in place.
+  start and re-raises it, as the local engine does (`Dataflow.run` gives the
+  sessions their updates back); the copies that started the step undo it in place.
 * Inputs from DataFrames never pass through the driver: `spark_io` checks and shards
   the rows on the executors and hands them over with `feed_rdd`; the next run counts
   their minimal times as in flight and unions them into its first superstep.
@@ -45,8 +45,7 @@ jobs, supersteps and bytes persisted per change):
   and removes its files; `_sweeping` keeps the cached RDDs to what `_held_rdds` lists.
 
 pyspark is imported only by the Spark engine's modules (this one, `spark_io`,
-`spark_session`, and `superstep.dumps` for cloudpickle), and only when they run,
-never at import time.
+`spark_session`), and only when they run, never at import time.
 """
 
 
@@ -60,21 +59,17 @@ import pickle
 import time
 from typing import Any, Iterable
 
+from ddflow import frames
 from ddflow.arguments import nonnegative_int, positive_seconds
-from ddflow.capture import journal_since, read_since
 from ddflow.engine.bsp import BSPEngine, open_worker, read_op
+from ddflow.engine import spark_io
 from ddflow.engine.shard_log import RESIDENT, DirectoryStore, ShardLog
+from ddflow.engine.spark_io import by_shard
 from ddflow.engine.superstep import ShardState, Stage, dumps, shard_superstep
 from ddflow.errors import EngineUnavailableError, StaleReadError
+from operators.capture import journal_since, read_since
 
 log = logging.getLogger("ddflow.spark")
-
-
-def by_shard(key: int) -> int:
-    """The partition function of every shard-keyed RDD.  One module-level object:
-    Spark recognises equal partitioners by the identity of this function, and only
-    then is a union of the driver's records and fed inputs narrow."""
-    return key
 
 
 # -- environment: ddflow.engine.spark_session ---------------------------------------
@@ -365,7 +360,7 @@ class SparkEngine(BSPEngine):
         self._setup.prepare(sc, self._temporary)
         if self._checkpoints is None:
             self._checkpoints = CheckpointDir(sc, self.checkpoint_dir, self._temporary)
-        if not self._checkpoints._local:
+        if not self._checkpoints.local:
             path, self._checkpoints = self._checkpoints.path, self._checkpoints.remove()
             raise EngineUnavailableError(
                 f"checkpoint_dir {path!r}: the shards' logs are written by the executors' "
@@ -401,9 +396,33 @@ class SparkEngine(BSPEngine):
         next `run()` counts those times as in flight to their shards, hands the
         chunks to them in its first superstep (a narrow union with the driver's
         records), and unpersists the RDD once the step succeeded; a failed step
-        keeps them for the next run.  `ddflow.engine.spark_io` feeds DataFrames so.
+        keeps them for the next run.  `feed_dataframe` feeds DataFrames so.
         """
         self._fed.append(_Fed(session, rdd, stamps, count, persisted or rdd))
+
+    def feed_dataframe(self, session: Any, frame: Any, time: str | None = None,
+                       diff: str | None = None) -> int:
+        """`InputSession.insert_dataframe` on this engine: the rows are converted,
+        checked and sharded on the executors (`spark_io.shard_frame`, one job) and
+        wait there for the next run (`feed_rdd`); returns their number."""
+        frames.columns_of(session.name, frame.columns, time, diff)  # before any job
+        self._prepare()
+        shards = self.fix_shards()
+        try:
+            chunks, persisted, stamps, count = spark_io.shard_frame(session, frame, time,
+                                                                    diff, shards)
+        finally:
+            self.jobs += 1
+        if count:
+            self.feed_rdd(session, chunks, stamps, count, persisted=persisted)
+        else:
+            persisted.unpersist()
+        return count
+
+    def capture_dataframe(self, node: Any, spark: Any, at: Any = None) -> Any:
+        """`Capture.to_spark` on this engine: the frame is built on the executors
+        from the shards' captures (`captured_rdd`), nothing goes through the driver."""
+        return spark_io.updates_frame(spark, self.captured_rdd(node), at)
 
     def _not_stopped(self) -> None:
         if self._stopped:
@@ -419,11 +438,11 @@ class SparkEngine(BSPEngine):
         self._not_stopped()
         self._sweeping(lambda: super(SparkEngine, self).grow(df, growth))
 
-    def run(self, df: Any, keep: bool = True) -> None:
+    def run(self, df: Any, taken: list, keep: bool = True) -> None:
         self._not_stopped()
         self._feeding, self._fed = self._fed, []
         try:
-            self._sweeping(lambda: super(SparkEngine, self).run(df, keep))
+            self._sweeping(lambda: super(SparkEngine, self).run(df, taken, keep))
         except BaseException:
             self._fed, self._feeding = self._feeding + self._fed, []
             with contextlib.suppress(OSError):      # the run's own error is the one to see

@@ -478,7 +478,7 @@ class CheckpointDir:
         self.require(master, base)
         if base is None:
             self.path = temporary.add(tempfile.mkdtemp(prefix="ddflow-ckpt-"))
-            self._local = True
+            self.local = True
             return
         root = base[len("file:"):] if base.startswith("file:") and "://" not in base else base
         self.path = f"{root.rstrip('/')}/ddflow-ckpt-{uuid.uuid4().hex[:12]}"
@@ -489,11 +489,11 @@ class CheckpointDir:
                 raise OSError("mkdirs returned false")
             # A path without a scheme is on Hadoop's default filesystem, as for
             # Spark's own setCheckpointDir: ask it which one that is.
-            self._local = fs.getUri().getScheme() == "file"
+            self.local = fs.getUri().getScheme() == "file"
         except Exception as exc:  # noqa: BLE001 - Py4J wraps Hadoop's IOException
             raise EngineUnavailableError(
                 f"checkpoint_dir {base!r}: cannot make {self.path} ({_first_line(exc)})") from exc
-        if self._local:
+        if self.local:
             self.path = str(fs.makeQualified(p).toUri().getPath())
             temporary.add(self.path)
             if not is_local_master(master):
@@ -520,7 +520,7 @@ class CheckpointDir:
                 f"({why}): give a directory every machine reaches (HDFS, S3, a shared mount)")
 
     def remove(self) -> None:
-        if self._local:
+        if self.local:
             shutil.rmtree(self.path, ignore_errors=True)
             return
         try:

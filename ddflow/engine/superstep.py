@@ -36,9 +36,9 @@ from collections import Counter
 from typing import Any, Iterator
 
 import attrs
+import cloudpickle
 
 from lattice import Antichain
-from ddflow.capture import seeded_tokens
 from ddflow.engine.plan import Plan
 from ddflow.engine.shard_log import RESIDENT, Resident, ShardLog, Token
 from ddflow.engine.worker import Worker
@@ -79,15 +79,16 @@ def step_shard(worker: Worker, incoming: list, inputs: dict, external: dict,
     for i, frontier in inputs.items():
         worker.set_input_frontier(i, frontier)
     worker.set_external(external)
-    with seeded_tokens(version):
-        if importing:
-            # The dataflow grew: this superstep only hands new operators their
-            # contents.  Nothing is drained until every shard's import messages are
-            # known to all (a new operator must not see a frontier pass a time still
-            # on its way).
-            worker.import_contents()
-        else:
-            worker.drain()
+    # Captures draw their batch tokens from the superstep (never reused), so that a
+    # shard rebuilt by replaying this superstep hands out the same ones again.
+    worker.seed_tokens(version)
+    if importing:
+        # The dataflow grew: this superstep only hands new operators their contents.
+        # Nothing is drained until every shard's import messages are known to all (a
+        # new operator must not see a frontier pass a time still on its way).
+        worker.import_contents()
+    else:
+        worker.drain()
     outbox = worker.take_outbox()
     caps, queued = worker.pointstamps()
     sent = {key: list(Antichain(u[1] for u in ups)) for key, ups in outbox.items()}
@@ -311,11 +312,7 @@ def raise_error(payload: bytes) -> None:
 
 
 def dumps(obj: Any) -> bytes:
-    """Pickle with cloudpickle when available (user lambdas), else plain pickle."""
-    try:
-        from pyspark import cloudpickle
-    except ImportError:  # pragma: no cover - pyspark is a dependency
-        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    """Pickle with cloudpickle: a shard's operators hold the user's lambdas."""
     return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 

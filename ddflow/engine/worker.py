@@ -41,6 +41,7 @@ from ddflow.errors import DataError
 from ddflow.progress import time_counts
 from ddflow.sharding import shard_of
 from operators.base import Operator
+from operators.capture import CaptureOp
 
 
 class Worker:
@@ -124,6 +125,14 @@ class Worker:
                 if contents:
                     self._send(shard, consumer, port, exchange,
                                self.plan.nodes[consumer].name, contents)
+
+    def seed_tokens(self, seed: int | None) -> None:
+        """Captures draw their batch tokens from `seed` from now on (None: at random;
+        see `operators.capture.CaptureOp`)."""
+        for row in self.ops:
+            for op in row:
+                if type(op) is CaptureOp:
+                    op.seed = seed
 
     # -- feeding -----------------------------------------------------------------
     def enqueue(self, shard: int, node: int, port: int, updates: list) -> None:
@@ -253,7 +262,7 @@ class Worker:
 
     def _flush(self, k: int, i: int, caps: bool = True) -> None:
         op = self.ops[k][i]
-        if op._out:
+        if op.output:
             self._route(i, self.shards[k], op.take_output())
         if caps and self._has_caps[i]:
             self._sync_caps(k, i)

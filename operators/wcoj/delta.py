@@ -118,7 +118,6 @@ class HalfJoin(Operator):
         self.finish = finish
         self._rid = index.register_reader()
         self._buffer: dict[Any, list[Update]] = UndoDict()   # stream time -> waiting prefixes
-        self._caps: list | None = []
         self._low: Any = None
         self.counted = self.proposed = self.validated = 0
 
@@ -137,9 +136,7 @@ class HalfJoin(Operator):
         self._caps = None
 
     def capabilities(self) -> Iterable[Any]:
-        if self._caps is None:
-            self._caps = list(Antichain(self._buffer))
-        return self._caps
+        return self.pending_capabilities(self._buffer)
 
     def wants_frontier(self) -> bool:
         return bool(self._buffer)

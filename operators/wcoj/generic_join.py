@@ -232,7 +232,6 @@ class GenericJoin(Operator):
         # time -> its updates as (port, data, diff), in arrival order (a list that
         # only grows until the tick takes it).
         self._pending: dict[int, list[tuple]] = UndoDict()
-        self._caps: list | None = []
         self.counted = self.proposed = self.validated = self.prefixes = 0
 
     # -- input and progress -------------------------------------------------------
@@ -254,9 +253,7 @@ class GenericJoin(Operator):
         self._caps = None
 
     def capabilities(self) -> Iterable[Any]:
-        if self._caps is None:
-            self._caps = list(Antichain(self._pending))
-        return self._caps
+        return self.pending_capabilities(self._pending)
 
     def wants_frontier(self) -> bool:
         return bool(self._pending)

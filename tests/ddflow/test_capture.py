@@ -2,7 +2,7 @@
 captured update gives, at every time, between runs, after rollbacks, on every engine;
 and a read after a small step does work in proportion to the step, not the history.
 
-The oracle is the plain form: `consolidate(engine.captured(node))` for `updates` and
+The oracle is the plain form: `consolidate(engine.captured_since(node, None)[0])` for `updates` and
 `accumulate` of it for `at(t)`, checked at every time of the join-closure of the
 times involved (the accumulation law), key order included (printed answers must
 not change).
@@ -15,7 +15,8 @@ from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 import ddflow
-from ddflow.capture import Capture, CaptureOp
+from ddflow.capture import Capture
+from operators.capture import CaptureOp
 from ddflow.engine.bsp import InProcessShards
 from ddflow.testing import grid, join_closure
 from ddflow.updates import accumulate, consolidate
@@ -39,9 +40,9 @@ def _refuse_poison(x: int) -> int:
 
 
 def expected_updates(cap: Capture) -> list:
-    if not cap.dataflow._compiled:
+    if not cap.dataflow.compiled:
         return []               # the BSP driver has no shards to ask before a run
-    return consolidate(cap.dataflow.engine.captured(cap.node))
+    return consolidate(cap.dataflow.engine.captured_since(cap.node, None)[0])
 
 
 def assert_exact_at(cap: Capture, t: object) -> None:

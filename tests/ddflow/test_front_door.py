@@ -352,7 +352,7 @@ def test_every_engine_answers_empty_before_the_first_run(engine):
     df = ddflow.Dataflow(engine=engine())
     s, c = df.new_collection()
     cap = c.count().capture()
-    assert cap.updates == [] and df.engine.captured(cap.node) == []
+    assert cap.updates == [] and df.engine.captured_since(cap.node, None)[0] == []
     assert df.total_work() == 0 and all(r["records_in"] == 0 for r in df.metrics())
     assert df.engine.operators(cap.node) == [] and repr(cap) == "Capture('capture', 0 updates)"
     s.insert("a"); s.close(); df.run()

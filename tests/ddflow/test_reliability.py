@@ -635,7 +635,7 @@ class DataflowMachine(RuleBasedStateMachine):
     def traces_keep_their_invariants(self) -> None:
         """Every trace the engine holds in this process (the local engines'; the BSP
         shards are pickled elsewhere) passes its `_check()`."""
-        if not self.df._compiled or self.fresh:
+        if not self.df.compiled or self.fresh:
             return      # nodes attached since the last run are not instantiated yet
         for node in self.df.nodes:
             for op in self.df.engine.operators(node):

@@ -28,7 +28,7 @@ from hypothesis import given, settings, strategies as st
 import ddflow
 import operators.iterate as iterate_module
 from ddflow.algorithms.graphs import reachability
-from ddflow.capture import CaptureOp
+from operators.capture import CaptureOp
 from ddflow.input import InputOp
 from ddflow.errors import DataflowError
 from ddflow.trace import Trace
@@ -83,7 +83,7 @@ def state_view(op: Operator) -> dict:
     """Everything rollback promises to restore, deep-copied so later mutation cannot
     reach it: counters, declared state, append-only lists, pending output and the
     capabilities the caches describe."""
-    view = {"counters": op.counters(), "out": list(op._out),
+    view = {"counters": op.counters(), "out": list(op.output),
             "caps": frozenset(op.capabilities())}
     for attr in (*op._state, *op._append_only):
         view[attr] = _materialise(getattr(op, attr))

@@ -47,12 +47,6 @@ def test_agree_spark_with_local(spark, name, data):
     assert on_spark == local
 
 
-def test_the_spark_engine_drives_through_the_engine_protocol(spark):
-    """The contract test of every engine (`drive_engine`), on the shared session."""
-    from tests.ddflow.test_progress import drive_engine
-    drive_engine(SparkEngine(spark, shards=2))
-
-
 def test_spark_shards_hold_the_keys_the_local_workers_hold(spark):
     """Same shard function on both engines: shard contents compare one for one."""
     contents = {}
