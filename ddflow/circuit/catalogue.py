@@ -71,8 +71,8 @@ from ddflow.circuit.sinks import Record
 # -- forms -------------------------------------------------------------------------------
 
 def _in_form(stream: Stream, form: str) -> Any:
-    """A collection holding `stream` in `form` (see `Circuit._in_form`)."""
-    return stream.circuit._in_form(stream, form)
+    """A collection holding `stream` in `form` (see `Circuit.in_form`)."""
+    return stream.circuit.in_form(stream, form)
 
 
 def _stream(x: Any, what: str) -> Stream:
@@ -264,7 +264,7 @@ def _append(name: str, zset_: Stream, trace: TraceStream, timed: bool) -> TraceS
 
 def _in_form_or_none(s: Stream, form: str) -> Any:
     """The collection holding `s` in `form` if there is one already (builds nothing)."""
-    return s.circuit._in_form_or_none(s, form)
+    return s.circuit.in_form_or_none(s, form)
 
 
 def trace_append(zset_: Stream, trace: TraceStream) -> TraceStream:

@@ -393,7 +393,7 @@ class Circuit:
         if node.inputs:
             raise GraphError(f"feedback node {node.name!r} is already connected")
         self._check_building()
-        coll = self._in_form(stream, fb.form)
+        coll = self.in_form(stream, fb.form)
         node.inputs.append(stream)
         if self.depth:
             self._variables[id(node)].set(coll)
@@ -465,7 +465,7 @@ class Circuit:
             readings[id(collection)] = (collection, Reading(collection))
         return readings[id(collection)][1]
 
-    def _in_form(self, stream: Stream, form: str) -> Any:
+    def in_form(self, stream: Stream, form: str) -> Any:
         """A collection holding `stream` (of this circuit) in `form`, converting at the
         root, once (the conversions are in the package docstring)."""
         if stream.form == form:
@@ -492,7 +492,7 @@ class Circuit:
             cache[key] = (c, out)
         return cache[key][1]
 
-    def _in_form_or_none(self, stream: Stream, form: str) -> Any:
+    def in_form_or_none(self, stream: Stream, form: str) -> Any:
         """The collection holding `stream` in `form` if there is one already (builds
         nothing)."""
         if stream.form == form:

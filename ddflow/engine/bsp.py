@@ -133,7 +133,7 @@ class BSPEngine:
         return self._clock
 
     def grow(self, df: Any, growth: Any) -> None:
-        """Operators were added to the running dataflow (`ddflow.engine.plan.grow`):
+        """Operators were added to the running dataflow (`ddflow.graph.grow`):
         each shard's worker takes them next to its running ones.  The shard states
         pass through the driver for this (a growth is rare: a new question asked)."""
         nodes = list(df.nodes)

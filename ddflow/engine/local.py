@@ -48,7 +48,7 @@ class LocalEngine:
         self._worker = Worker(plan, range(self.workers), self.workers, ops)
 
     def grow(self, df: Any, growth: Any) -> None:
-        """Operators were added to the running dataflow (`ddflow.engine.plan.grow`):
+        """Operators were added to the running dataflow (`ddflow.graph.grow`):
         instantiate them next to the running ones, which stay as they are."""
         nodes = list(df.nodes)
         worker = self._worker

@@ -94,7 +94,7 @@ class Worker:
         self._schedule_untold()
 
     def grow(self, plan: Plan, ops: Sequence[Sequence[Any]], growth: Any) -> None:
-        """The dataflow grew (`ddflow.engine.plan.grow`): take the new plan and
+        """The dataflow grew (`ddflow.graph.grow`): take the new plan and
         operators (the running ones among them, as they are), and remember what the
         running operators must hand the new ones (`import_contents`)."""
         told = self.told

@@ -62,12 +62,30 @@ def _resolve(name: str) -> str | None:
     return name or None
 
 
+def _lazy_names() -> dict[str, str]:
+    """The front door's names that `ddflow/__init__` hands out lazily, each with the
+    module that defines it: `from ddflow import Dataflow` imports `ddflow.dataflow`."""
+    for node in TREES["ddflow"].body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "_LAZY"):
+            return {name: where[0] for name, where in ast.literal_eval(node.value).items()}
+    raise AssertionError("ddflow/__init__.py no longer defines _LAZY: update this scan")
+
+
+LAZY = _lazy_names()
+
+
 def imports_of(module: str) -> set[str]:
-    """Every module of ours `module` imports, wherever the import statement is."""
+    """Every module of ours `module` imports, wherever the import statement is,
+    including a lazy name of the package (`from ddflow import Dataflow`, or
+    `ddflow.Dataflow` after `import ddflow`) as an import of its own module."""
     is_package = MODULES[module].name == "__init__.py"
     found = set()
     for node in ast.walk(TREES[module]):
-        if isinstance(node, ast.Import):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id == "ddflow" and node.attr in LAZY and module != "ddflow"):
+            found.add(_resolve(LAZY[node.attr]))
+        elif isinstance(node, ast.Import):
             found |= {_resolve(a.name) for a in node.names}
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
@@ -77,7 +95,10 @@ def imports_of(module: str) -> set[str]:
                 base = ".".join(package + ([base] if base else []))
             for a in node.names:
                 full = f"{base}.{a.name}"
-                found.add(full if full in MODULES else _resolve(base))
+                if base == "ddflow" and a.name in LAZY and module != "ddflow":
+                    found.add(_resolve(LAZY[a.name]))
+                else:
+                    found.add(full if full in MODULES else _resolve(base))
     return found - {None, module}
 
 
@@ -123,6 +144,17 @@ def test_the_scan_sees_lazy_and_type_checking_imports():
         TREES["ddflow.graph"] = saved
 
 
+def test_the_scan_sees_the_packages_lazy_names():
+    """`from ddflow import Collection` reaches the front door, not the package."""
+    tree = ast.parse("import ddflow\ndef f():\n    from ddflow import Collection\n"
+                     "def g():\n    return ddflow.SparkEngine\n")
+    TREES["ddflow.graph"], saved = tree, TREES["ddflow.graph"]
+    try:
+        assert {"ddflow.collection", "ddflow.engine.spark"} <= imports_of("ddflow.graph")
+    finally:
+        TREES["ddflow.graph"] = saved
+
+
 def test_the_graph_model_imports_only_lattice_arguments_and_errors():
     assert imports_of("ddflow.graph") <= {"lattice", "ddflow", "ddflow.arguments",
                                           "ddflow.errors"}
@@ -157,17 +189,41 @@ def _defined(tree: ast.AST) -> set[str]:
     return names
 
 
+def _members(tree: ast.AST) -> set[str]:
+    """The names a module defines as members of its objects: what its classes define
+    (methods, class attributes, strings in class bodies such as `__slots__`) and the
+    attributes it assigns.  A module-level function `_f` is not one: a read `x._f`
+    cannot mean it, so a same-named helper must not hide a read of another module's
+    private member (catalogue's `_in_form` once hid `circuit._in_form`)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in ast.walk(node):
+                if item is not node and isinstance(
+                        item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    names.add(item.name)
+                elif isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store):
+                    names.add(item.id)
+                elif isinstance(item, ast.Constant) and isinstance(item.value, str):
+                    names.add(item.value)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+    return names
+
+
 def private_reads(module: str, defined: dict[str, set[str]]) -> list[str]:
     """`x._name` where `x` is not `self`/`cls` and `_name` is defined by another of
-    our modules (not this one), and `from ours import _name`; `_check` is allowed."""
+    our modules and is not a member of this one's objects, and `from ours import
+    _name`; `_check` is allowed."""
     ours = set().union(*defined.values())
+    own = _members(TREES[module])
     found = []
     for node in ast.walk(TREES[module]):
         if isinstance(node, ast.Attribute):
             name = node.attr
             if (not name.startswith("_") or name.startswith("__") or name == "_check"
                     or (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
-                    or name in defined[module] or name not in ours):
+                    or name in own or name not in ours):
                 continue
             found.append(f"{module}:{node.lineno}: {ast.unparse(node)}")
         elif (isinstance(node, ast.ImportFrom) and node.module
