@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("engines", ("ddflow.engine", "ddflow.engine.*")),
     ("the front door",
      ("ddflow.input", "ddflow.capture", "ddflow.collection", "ddflow.layout", "ddflow.viz",
-      "ddflow.dataflow")),
+      "ddflow.blame", "ddflow.dataflow")),
     ("built on the front door",
      ("ddflow.syntax", "ddflow.query", "ddflow.programs", "ddflow.algorithms",
       "ddflow.algorithms.*", "ddflow.circuit", "ddflow.circuit.*", "ddflow.testing",
