@@ -11,6 +11,9 @@ the answer from all of it after every change:
   the nodes new at a level are joined again), each level made concrete with
   `localCheckpoint` so plans stay flat, until a level adds nothing.
 
+Both recomputes live in the package (`ddflow.engine.spark_recompute`), so notebook 08
+runs the same baseline this benchmark times.
+
 ddflow gets the same data: the base through `insert_dataframe` (rows sharded on the
 executors), the changes through its input sessions; its answer is read with
 `Capture.at` after each `run()` (what moves is the change).  Per size: the initial
@@ -40,6 +43,7 @@ from typing import Any, Callable
 import ddflow
 from benchmarks.common import median, save, standard_args, table
 from ddflow.algorithms.graphs import reachability
+from ddflow.engine.spark_recompute import recompute_join_count, recompute_reachability
 
 RESULTS = Path(__file__).resolve().parent / "results" / "spark_recompute.json"
 
@@ -178,9 +182,7 @@ class JoinCount:
         session.insert_dataframe(self.dimension(spark))
 
     def recompute(self, spark: Any, current: Any, extra: Any) -> Any:
-        from pyspark.sql import functions as F
-        return (current.join(extra, "k").groupBy("cat").agg(F.sum("diff").alias("n"))
-                .filter("n != 0").localCheckpoint())
+        return recompute_join_count(current, extra)
 
     def recompute_answer(self, frame: Any) -> dict:
         return {(r["cat"], r["n"]): 1 for r in frame.collect()}
@@ -221,19 +223,7 @@ class Reachability:
             session.insert(r)
 
     def recompute(self, spark: Any, current: Any, extra: Any) -> Any:
-        from pyspark.sql import functions as F
-        edges = (current.groupBy("src", "dst").agg(F.sum("diff").alias("m"))
-                 .filter("m > 0").select("src", "dst").localCheckpoint())
-        reached = spark.createDataFrame([(r,) for r in ROOTS], "node long").localCheckpoint()
-        frontier = reached
-        while True:
-            step = (frontier.join(edges, frontier["node"] == edges["src"])
-                    .select(F.col("dst").alias("node")).distinct())
-            new = step.join(reached, "node", "left_anti").localCheckpoint()
-            if new.isEmpty():
-                return reached
-            reached = reached.union(new).localCheckpoint()
-            frontier = new
+        return recompute_reachability(spark, current, ROOTS)
 
     def recompute_answer(self, frame: Any) -> dict:
         return {r["node"]: 1 for r in frame.collect()}

@@ -82,19 +82,25 @@ def reach(p: dict) -> dict:
             "answer_size": len(answer), "answer": _digest(answer)}
 
 
-def capture(p: dict) -> dict:
+def captured_records(records: int, epochs: int) -> tuple[Any, Any, Any]:
+    """`(dataflow, session, capture)`: `records` ints captured over `epochs` runs."""
     import ddflow
 
-    rng = random.Random(p["seed"])
     df = ddflow.Dataflow()
     s, coll = df.new_collection("records")
     cap = coll.capture()
-    per_epoch = p["records"] // p["epochs"]
-    for epoch in range(p["epochs"]):
+    per_epoch = records // epochs
+    for epoch in range(epochs):
         for i in range(per_epoch):
             s.insert(epoch * per_epoch + i)
         s.advance_to(epoch + 1)
         df.run()
+    return df, s, cap
+
+
+def capture(p: dict) -> dict:
+    rng = random.Random(p["seed"])
+    df, s, cap = captured_records(p["records"], p["epochs"])
     t = p["epochs"] - 1                 # the latest final time
     c0 = time.process_time()
     cap.at(t)

@@ -13,7 +13,9 @@ as `ddflow.trace` or `ddflow.updates` does not pull in the engines):
     Collection      a changing collection: map, join, reduce, iterate, capture ...
     Arranged        a collection indexed by key, shared by the operators that read it
     Variable        a loop variable inside `iterate`, set once from the loop body
-    Capture         an output's updates, and its content at a time (`at`)
+    Capture         an output's updates, its content at a time (`at`), the changes at
+                    one (`changes`), those since the last read (`drain`), and why a
+                    record is there (`explain`)
     LocalEngine     the default engine (`Dataflow(workers=W)` simulates W workers)
     SparkEngine     the same operators, their state sharded over Spark partitions
     Circuit         the DBSP view: circuits of stream operators on the same engine

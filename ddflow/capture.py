@@ -108,6 +108,10 @@ class Capture:
         #: first updates are the whole answer there, so it answers at times in
         #: advance of `since` only (None: it has been there from the start).
         self.since: Any = None
+        #: Views kept only once asked for (None until then): the changes per time
+        #: (`changes`), and the consolidated updates not yet handed out (`drain`).
+        self._by_time: dict[Any, dict[Any, Any]] | None = None
+        self._undrained: dict[tuple, Any] | None = None
         self._clear()
 
     def _clear(self) -> None:
@@ -122,6 +126,8 @@ class Capture:
         self._acc: dict[Any, Any] = {}    # acc(C, c), zero values kept (see _fold)
         self._zeros: set = set()          # the keys of _acc whose value is zero
         self._recent: dict[tuple, Any] = {}   # (data, time) -> diff, time not <= c
+        if self._by_time is not None:
+            self._by_time = {}            # rebuilt from the history the reset brings
 
     # -- reading -------------------------------------------------------------------
     @property
@@ -165,6 +171,59 @@ class Capture:
         if (c is None or (c != time and less_equal(c, time))) and final:
             self._advance_checkpoint(time, result)
         return result
+
+    def changes(self, time: Any, *, partial: bool = False) -> list[tuple]:
+        """The consolidated updates at exactly `time` (not the accumulation: what
+        changed there), as `(data, time, diff)` sorted by data.
+
+        Read from an index of the changes per time, kept up to date from the new
+        updates alone once the first call has built it (one scan of the history):
+        a call costs O(changes at `time`), not O(history).  Like `at`, `time` must
+        be final unless `partial=True`.
+        """
+        self._check_live()
+        time = self._check_time(time)
+        if not partial and self.frontier.less_equal(time):
+            raise self._not_final(time)     # some input may still change it
+        self._sync()
+        by_time = self._by_time
+        if by_time is None:
+            by_time = self._by_time = {}
+            self.scanned += self._size
+            for data, rec in self._records.items():
+                for t, r in rec.items():
+                    by_time.setdefault(t, {})[data] = r
+        at = by_time.get(time, {})
+        self.scanned += len(at)
+        return sort_updates_ordered([(d, time, r) for d, r in at.items()])[0]
+
+    def drain(self) -> list[tuple]:
+        """Everything captured since the last `drain()` (the first: since the start),
+        consolidated and sorted as `updates` sorts: a reader that acts on each run's
+        changes once.  Costs O(changes since the last drain)."""
+        self._check_live()
+        self._sync()
+        if self._undrained is None:
+            out = list(self._ordered())
+        else:
+            out = sort_updates_ordered([(d, t, r) for (d, t), r in self._undrained.items()])[0]
+            self.scanned += len(out)
+        self._undrained = {}
+        return out
+
+    def explain(self, record: Any, time: Any = None) -> Any:
+        """Why is `record` in this output at `time` (None: the latest final time)?
+        An `Explanation` (`ddflow.explain`): per input, the records, with their
+        multiplicities at `time`, that reproduce `record` with its multiplicity there,
+        found by walking the dataflow backward from it; `check()` replays them."""
+        from ddflow.explain import explain, latest_final
+        self._check_live()
+        if time is None:
+            time = latest_final(self)
+        time = self._check_time(time)
+        if not self.is_final(time):
+            raise self._not_final(time)
+        return explain(self, record, time)
 
     def to_spark(self, spark: Any, at: Any = None) -> Any:
         """The updates as a Spark DataFrame (columns data, time, diff); with `at`, the
@@ -231,21 +290,51 @@ class Capture:
         if not self.dataflow.compiled:
             return                      # nothing can have been captured yet
         new, cursor, reset = self.dataflow.engine.captured_since(self.node, self._cursor)
+        drained = None
         if reset:
             if self._cursor is not None:
                 self.resets += 1
+            if self._undrained is not None:
+                # What was handed out already: the history read so far minus what
+                # was not drained yet.  The new history minus that is what is left.
+                drained = _entries(self._records)
+                _add_into(drained, self._undrained, -1)
+                self._undrained = None      # set below, once the history is read
             self._clear()
         self._absorb(new)
         self._cursor = cursor
+        if drained is not None:
+            self._undrained = _entries(self._records)
+            _add_into(self._undrained, drained, -1)
 
     def _absorb(self, updates: list) -> None:
         records, recent = self._records, self._recent
         dirty = self._dirty
         c = self._since
         size = self._size
+        by_time, undrained = self._by_time, self._undrained
         for data, time, diff in updates:
             if not diff:
                 continue
+            if by_time is not None:
+                at = by_time.get(time)
+                if at is None:
+                    by_time[time] = {data: diff}
+                else:
+                    total = at.get(data, 0) + diff
+                    if total:
+                        at[data] = total
+                    else:
+                        del at[data]
+                        if not at:
+                            del by_time[time]
+            if undrained is not None:
+                key = (data, time)
+                total = undrained.get(key, 0) + diff
+                if total:
+                    undrained[key] = total
+                else:
+                    del undrained[key]
             rec = records.get(data)
             if rec is None:
                 records[data] = {time: diff}
@@ -419,6 +508,13 @@ class Capture:
                      "the zero keys of acc are not the ones listed")
             recent = {(d, t): r for d, t, r in entries if not less_equal(t, c)}
             _require(self._recent == recent, "recent differs from the updates not <= c")
+        if self._by_time is not None:
+            by_time: dict = {}
+            for d, t, r in entries:
+                by_time.setdefault(t, {})[d] = r
+            _require(self._by_time == by_time, "the changes per time differ from the records")
+        if self._undrained is not None:
+            _require(all(self._undrained.values()), "a zero diff is kept undrained")
 
 
 def _upstream(node: Any) -> set[int]:
@@ -432,6 +528,21 @@ def _upstream(node: Any) -> set[int]:
                 seen.add(id(p))
                 stack.append(p)
     return seen
+
+
+def _entries(records: dict) -> dict[tuple, Any]:
+    """`{(data, time): diff}` of a capture's records."""
+    return {(d, t): r for d, rec in records.items() for t, r in rec.items()}
+
+
+def _add_into(into: dict, other: dict, sign: int) -> None:
+    """`into += sign * other`, as Z-sets over the same keys (zeros dropped)."""
+    for key, diff in other.items():
+        total = into.get(key, 0) + sign * diff
+        if total:
+            into[key] = total
+        else:
+            into.pop(key, None)
 
 
 def _require(ok: bool, what: str) -> None:

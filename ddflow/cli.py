@@ -13,10 +13,13 @@ algorithms of `ddflow run`), `ddflow.io` (reading files, all-or-nothing) and
   changes of the output per epoch.  Input files are parsed and checked whole first,
   so a malformed line is reported (file, line, what was expected; exit status 2)
   before any update is applied.
-* `ddflow run datalog --program FILE --facts DIR [--changes FILE]`: a Datalog
-  program (`ddflow.datalog`) over one facts file per input relation, then each
-  epoch of a change stream (`EPOCH + NAME field ...`); prints each derived
-  relation's changes per epoch as `+ name(a, b)` / `- name(a, b)`.
+* `ddflow run datalog --program FILE --facts DIR [--changes FILE] [--why FACT]`: a
+  Datalog program (`ddflow.datalog`) over one facts file per input relation, then
+  each epoch of a change stream (`EPOCH + NAME field ...`); prints each derived
+  relation's changes per epoch as `+ name(a, b)` / `- name(a, b)`, and with `--why`
+  a proof tree of each fact asked about at the last epoch (`ddflow.proofs`).
+* `--progress` (on `run`) draws each epoch's `run()` as a line of rounds and records
+  on standard error.
 * `ddflow bench`: runs the benchmarks and prints their tables.
 
 Exit status: 0 on success, 1 when the demo disagrees with its oracle, 2 on bad
@@ -138,6 +141,13 @@ def _parser() -> _Parser:
                      help="where to run (default local)")
     run.add_argument("--workers", type=_count(1), default=1,
                      help="simulated workers of the local engine (default 1)")
+    run.add_argument("--why", action="append", metavar="FACT", default=[],
+                     help="datalog: after the last epoch, print a proof tree of FACT "
+                          "(say 'tc(1, 4)'): the rules and input facts deriving it; "
+                          "repeatable")
+    run.add_argument("--progress", action="store_true",
+                     help="draw each epoch's run() as a progress line of rounds and "
+                          "records on standard error")
 
     bench = sub.add_parser("bench", help="run the benchmarks and print their tables")
     bench.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
@@ -208,12 +218,16 @@ def _main(argv: Sequence[str] | None) -> int:
                 run.error(f"argument {option}: not an option of {args.algorithm}")
         if datalog and args.roots:
             run.error("argument --roots: not an option of datalog")
+        if args.why and not datalog:
+            run.error(f"argument --why: not an option of {args.algorithm}")
         try:
             if datalog:
                 return run_datalog(args.program, args.facts, args.changes,
-                                   engine=args.engine, workers=args.workers)
+                                   engine=args.engine, workers=args.workers,
+                                   progress=args.progress, why=args.why)
             return run_algorithm(args.algorithm, args.edges, args.changes, roots=args.roots,
-                                 engine=args.engine, workers=args.workers)
+                                 engine=args.engine, workers=args.workers,
+                                 progress=args.progress)
         except DataflowError as exc:
             print(f"ddflow run: {exc}", file=sys.stderr)
             return 2
@@ -274,8 +288,10 @@ def _engine(name: str) -> Any:
 
 def run_algorithm(algorithm: str, edges_path: str, changes_path: str | None = None, *,
                   roots: Sequence[str] | None = None, engine: str = "local",
-                  workers: int = 1, out: Callable[[str], Any] = print) -> int:
-    """`ddflow run`: parse both files whole, then feed epoch by epoch and print.
+                  workers: int = 1, out: Callable[[str], Any] = print,
+                  progress: Any = False) -> int:
+    """`ddflow run`: parse both files whole, then feed epoch by epoch and print
+    (`progress`: what `Dataflow.run` takes, a progress line per epoch).
 
     Raises `InputFormatError` (nothing applied) on a malformed file, and
     `EngineUnavailableError` when the engine or a needed module is missing.
@@ -315,8 +331,8 @@ def run_algorithm(algorithm: str, edges_path: str, changes_path: str | None = No
                 e_in.update_at(edge, epoch, diff)
             e_in.advance_to(epoch + 1)
             r_in.advance_to(epoch + 1)
-            df.run()
-            now = [u for u in captured.updates if u[1] == epoch]
+            df.run(progress=progress)
+            now = captured.changes(epoch)
             out(f"epoch {epoch}: {counted(len(now), 'change')}")
             for data, _t, diff in now:
                 sign = "+" if diff > 0 else "-"
@@ -330,16 +346,22 @@ def run_algorithm(algorithm: str, edges_path: str, changes_path: str | None = No
 
 
 def run_datalog(program_path: str, facts_dir: str, changes_path: str | None = None, *,
-                engine: str = "local", workers: int = 1, out: Callable[[str], Any] = print
-                ) -> int:
+                engine: str = "local", workers: int = 1, out: Callable[[str], Any] = print,
+                progress: Any = False, why: Sequence[str] = ()) -> int:
     """`ddflow run datalog`: read the program and the facts whole, then feed epoch by
     epoch and print each derived relation's changes as `+ name(a, b)` / `- name(a, b)`.
 
+    With `why`, then prints a proof tree of each of those facts at the last epoch
+    (`ddflow.proofs`).
+
     Raises `InputFormatError` (nothing applied) on an unreadable or malformed file,
-    `QueryError` on a program that cannot be planned.
+    `QueryError` on a program that cannot be planned or a fact to explain that is
+    malformed or not derived.
     """
     from ddflow.io import read_lines, load_facts
     from ddflow.programs import datalog, parse_program
+    from ddflow.proofs import parse_fact, show_fact
+    questions = [parse_fact(f) for f in why]      # refuse a malformed one up front
 
     lines, _name = read_lines(program_path)
     text = "\n".join(lines)
@@ -375,14 +397,18 @@ def run_datalog(program_path: str, facts_dir: str, changes_path: str | None = No
                     sessions[name].update_at(fact, epoch, diff)
             for session in sessions.values():
                 session.advance_to(epoch + 1)
-            df.run()
-            now = [(name, u) for name, cap in captures.items() for u in cap.updates
-                   if u[1] == epoch]
+            df.run(progress=progress)
+            now = [(name, u) for name, cap in captures.items() for u in cap.changes(epoch)]
             out(f"epoch {epoch}: {counted(len(now), 'change')}")
             for name, (data, _t, diff) in now:
                 sign = "+" if diff > 0 else "-"
                 mult = f"{abs(diff)} x " if abs(diff) != 1 else ""
                 out(f"  {sign} {mult}{name}{_show(data)}")
+        for fact in questions:
+            proof = derived.why(fact, time=epochs[-1])
+            out(f"why {show_fact(fact)} at epoch {epochs[-1]}:")
+            for line in proof.lines():
+                out(line)
     finally:
         stop = getattr(eng, "stop", None)
         if stop is not None:

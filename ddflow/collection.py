@@ -28,7 +28,7 @@ from operators.arrange import Arrange, EnteredArrangement
 from operators.distinct_trace import DistinctTrace
 from operators.iterate import Enter, EnterAt, Feedback, Leave
 from operators.join import JoinCore
-from operators.linear import Concat, Consolidate, Linear
+from operators.linear import Concat, Consolidate, Linear, temporal_bounds
 from operators import reduce as red
 from operators.capture import CaptureOp
 
@@ -97,6 +97,34 @@ class Collection:
         `(x, t, r)` becomes `(y, join(t, t2), r * r2)`
         for each `(y, t2, r2)` in `f(x)`."""
         return self._linear("join_function", f, name)
+
+    def temporal_filter(self, lower: Callable[[Any], Any], upper: Callable[[Any], Any],
+                        name: str | None = None) -> Collection:
+        """Each record `x` is present from time `lower(x)` until (not at) `upper(x)`:
+        `join_function` emitting `(x, max(t, lower), +r)` and `(x, max(t, upper), -r)`
+        (`operators.linear.temporal_bounds`).  A record arriving after its upper
+        bound cancels at its arrival time: it is never seen.
+
+        >>> from ddflow.testing import evaluate
+        >>> evaluate(lambda c: c.temporal_filter(lambda x: 3, lambda x: 5),
+        ...          [[("a", 0, 1), ("b", 4, 1), ("c", 6, 1)]])
+        [('a', 3, 1), ('a', 5, -1), ('b', 4, 1), ('b', 5, -1)]
+        """
+        arguments.function(lower, "lower", "temporal_filter")
+        arguments.function(upper, "upper", "temporal_filter")
+        return self.join_function(temporal_bounds(lower, upper), name or "temporal_filter")
+
+    def sliding_window(self, start: Callable[[Any], Any], width: Any,
+                       name: str | None = None) -> Collection:
+        """Each record `x` is present from `start(x)` (its event time, say) for `width`:
+        until `start(x) + width` when `width` is a number (integer times), or until
+        `width(start(x))` when it is a function of the start time (any lattice)."""
+        arguments.function(start, "start", "sliding_window")
+        if not callable(width) and (isinstance(width, bool) or not isinstance(width, (int, float))):
+            raise GraphError(f"sliding_window needs a number or a function as width, got "
+                             f"{width!r}", operator="sliding_window")
+        end = width if callable(width) else (lambda s: s + width)
+        return self.temporal_filter(start, lambda x: end(start(x)), name or "sliding_window")
 
     def delay(self, f: Callable[[Any, Any], Any], name: str | None = None) -> Collection:
         """Each update `(d, t, r)` moves to time `f(d, t)`, which must be `>= t`

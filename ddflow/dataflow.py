@@ -52,13 +52,17 @@ class Dataflow(Graph):
     default), `Product(0, 0)` for a partially ordered root, or any user lattice's
     minimum.  `workers=W` simulates W workers with keys sharded by `shard_of`.
     `fuse=False` keeps adjacent linear operators apart (to compare).
+    `timing=True` has the engine measure each operator's CPU time (`metrics()`'s
+    `cpu_ns`; `logging()` turns it on too).
     """
 
     def __init__(self, time: Any = 0, *, workers: int = 1, engine: Any = None,
-                 fuse: bool = True) -> None:
+                 fuse: bool = True, timing: bool = False) -> None:
         time = _root_time(time)
         if type(fuse) is not bool:
             raise GraphError(f"fuse must be True or False, not {fuse!r}")
+        if type(timing) is not bool:
+            raise GraphError(f"timing must be True or False, not {timing!r}")
         super().__init__(time, fuse)
         self.sessions: list[InputSession] = []
         self.captures: list[Capture] = []
@@ -76,6 +80,9 @@ class Dataflow(Graph):
         #: Work done by operators since dropped (`drop`): `total_work` keeps counting
         #: it, so the total never goes down when a piece is taken away.
         self._retired_work = 0
+        self._logging: Any = None       # ddflow.introspection.Logging, once asked for
+        if timing:
+            self._time_operators()
 
     @property
     def compiled(self) -> bool:
@@ -105,8 +112,12 @@ class Dataflow(Graph):
             yield
 
     # -- running -------------------------------------------------------------
-    def run(self) -> None:
+    def run(self, progress: Any = False) -> None:
         """Do all the work the input frontiers allow.
+
+        `progress=True` draws a `rich` progress line of the run's rounds (scheduler
+        passes: a loop's back edge starts the next) and records moved, on standard
+        error; a `rich.console.Console` draws it there (`ddflow.run_progress`).
 
         On any error the step is rolled back and the sessions keep their updates, so
         nothing is lost and nothing is half-applied.  An error of the data (a user
@@ -150,9 +161,38 @@ class Dataflow(Graph):
             self._ran = len(self.nodes)
             self._dropping = False
             self.mark_running()
-        stalled = [s for s in self.sessions if s.stalled()]
-        # The one rollback path of the sessions: an engine puts back its own state
-        # when a step fails, the sessions get their updates back here.
+        logging = self._logging
+        stalled = [s for s in self.sessions if s.stalled()
+                   and not (logging is not None and logging.is_logging(s))]
+        started = self.root.minimum if self.time_ran is None else self.time_ran
+        if progress is not False and progress is not None:
+            from ddflow.run_progress import RunProgress
+            with RunProgress(self.engine, None if progress is True else progress):
+                self._step()
+        else:
+            self._step()
+        time = self.root.minimum
+        for s in self.sessions:
+            time = join(time, s.time)
+        if logging is not None:
+            # The run's activity, logged at the time it started from, then run
+            # through whatever reads the logging collections.
+            logging.record(started, time)
+            self._step()
+        for s in self.sessions:
+            s.mark_ran()
+        self.time_ran = time
+        if stalled:
+            names = ", ".join(f"{s.name!r} (at {s.time!r})" for s in stalled)
+            warnings.warn(StalledRunWarning(
+                f"run(): the updates given to {names} cannot complete, since the input's "
+                "frontier has not moved since the last run(): advance_to() a later time "
+                "(or close()) the input, then run() again"), stacklevel=2)
+
+    def _step(self) -> None:
+        """One engine step over the sessions' pending updates.  The one rollback path
+        of the sessions: an engine puts back its own state when a step fails, the
+        sessions get their updates back here."""
         taken = [(s, s.take_pending()) for s in self.sessions]
         try:
             self.engine.run(self, taken)
@@ -162,17 +202,6 @@ class Dataflow(Graph):
             if isinstance(exc, DataflowError) and exc.inputs is None:
                 _with_inputs(exc, blame(self, exc, taken))
             raise
-        time = self.root.minimum
-        for s in self.sessions:
-            s.mark_ran()
-            time = join(time, s.time)
-        self.time_ran = time
-        if stalled:
-            names = ", ".join(f"{s.name!r} (at {s.time!r})" for s in stalled)
-            warnings.warn(StalledRunWarning(
-                f"run(): the updates given to {names} cannot complete, since the input's "
-                "frontier has not moved since the last run(): advance_to() a later time "
-                "(or close()) the input, then run() again"), stacklevel=2)
 
     def drop(self, what: Any) -> None:
         """Remove a piece added for a question (a `Capture`, or a collection's
@@ -253,8 +282,29 @@ class Dataflow(Graph):
         return list(inputs)
 
     # -- observing -------------------------------------------------------------
+    def logging(self) -> Any:
+        """The engine's activity as collections, updated at every `run()` at the time
+        the run started from: `.operators`, `.activity`, `.traces`, `.frontiers` (see
+        `ddflow.introspection`).  Made once (later calls return the same), and it
+        turns on the measuring of each operator's CPU time."""
+        if self._logging is None:
+            from ddflow.introspection import Logging
+            self._time_operators()
+            with self.building():
+                self._logging = Logging(self)
+        return self._logging
+
+    def _time_operators(self) -> None:
+        time_operators = getattr(self.engine, "time_operators", None)
+        if time_operators is not None:
+            time_operators(True)
+
     def metrics(self, per_worker: bool = False) -> list[dict]:
-        """Work counters per operator (summed over workers unless `per_worker`)."""
+        """Work counters per operator (summed over workers unless `per_worker`):
+        `records_in`, `records_out`, `batches_out`, `work`, `times_visited`, `cpu_ns`
+        (CPU time in its hooks, measured on engines that time operators once asked:
+        `Dataflow(timing=True)` or `logging()`; else 0), and the sizes of the traces
+        it owns: `trace_records`, `trace_batches`, `trace_times` (distinct times)."""
         rows = []
         for node in self.nodes:
             shards = list(enumerate(self.engine.operators(node)))
@@ -267,7 +317,15 @@ class Dataflow(Graph):
                 for key in ("records_in", "records_out", "batches_out", "work",
                             "times_visited"):
                     row[key] = sum(getattr(op, key) for _w, op in group)
+                # Measured and sized where the engine hands over the operators
+                # themselves; an engine reporting counters from elsewhere (the BSP
+                # shards' views) has no clock or traces here: 0.
+                row["cpu_ns"] = sum(getattr(op, "cpu_ns", 0) for _w, op in group)
                 row["trace_records"] = sum(op.trace_records() for _w, op in group)
+                traces = [tr for _w, op in group
+                          for tr in getattr(op, "traces", tuple)()]
+                row["trace_batches"] = sum(tr.batch_count() for tr in traces)
+                row["trace_times"] = sum(tr.time_count() for tr in traces)
                 rows.append(row)
         return rows
 

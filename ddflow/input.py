@@ -163,6 +163,29 @@ class InputSession:
         """No more updates: every time becomes complete once in-flight work is done."""
         self.closed = True
 
+    def contents(self, time: Any) -> dict:
+        """The input's accumulation at `time`, over what the engine has received
+        (`{data: multiplicity}`): what explanations start from (`ddflow.explain`).
+        The input keeps its history compacted one step behind its frontier, so the
+        latest final time is always there; an earlier time compacted away raises
+        `CompactionError` naming it."""
+        from ddflow.errors import CompactionError
+        from ddflow.updates import accumulate
+        time = as_time(time)
+        ops = self.dataflow.engine.operators(self.node)
+        if not ops or not all(hasattr(op, "history") for op in ops):
+            raise DataError(f"the contents of input '{self.name}' are not held here (run() "
+                            "first; the BSP and Spark engines keep them on their shards)",
+                            operator=self.name)
+        history: list = []
+        for op in ops:
+            if op.since is not None and not op.since.less_equal(time):
+                raise CompactionError(f"input '{self.name}' has compacted its history to "
+                                      f"{op.since!r}, past {time!r}: its contents there "
+                                      "are gone", operator=self.name, time=time)
+            history.extend(op.history)
+        return accumulate(history, time)
+
     def frontier(self) -> Antichain:
         """The times this session may still update: `{time}` while open, empty after
         `close()`."""
@@ -271,14 +294,28 @@ class InputOp(Operator):
     twice the old size) until the next updates trigger a compaction.
     """
 
-    _state = ("frontier", "_live")
+    _state = ("_frontier", "_behind", "since", "_live")
     _append_only = ("history",)
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        self.frontier: Antichain = EMPTY
+        self._frontier: Antichain = EMPTY
+        # The frontier before the last move: compaction goes that far only, so that
+        # the accumulation at every time the last run made final stays exact (what
+        # an explanation of the latest answer reads, `InputSession.contents`).
+        self._behind: Antichain = EMPTY
+        #: The frontier the history was last compacted to (None: never).
+        self.since: Antichain | None = None
         self.history: list = []
         self._live = 0          # the history's length after its last compaction
+
+    @property
+    def frontier(self) -> Antichain:
+        return self._frontier
+
+    @frontier.setter
+    def frontier(self, frontier: Antichain) -> None:
+        self._behind, self._frontier = self._frontier, frontier
 
     def on_input(self, port: int, updates: list) -> None:
         self.records_in += len(updates)
@@ -291,7 +328,9 @@ class InputOp(Operator):
 
     def _compact(self) -> None:
         # A fresh list, not an edit in place: the undo journal keeps the old one.
-        self.history = _advanced(self.history, self.frontier)
+        self.history = _advanced(self.history, self._behind)
+        if not self._behind.is_empty():
+            self.since = self._behind
         self._live = len(self.history)
 
     def snapshot(self, time: Any) -> list:

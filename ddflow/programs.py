@@ -61,21 +61,19 @@ ddflow.syntax.QueryError: negation through recursion: p depends on !p (cycle p -
 from __future__ import annotations
 
 import itertools
-import operator
 from typing import Any
 
 import attrs
 
 from ddflow.query import atom_shape, checked_relation, plan, shape_matcher
-from ddflow.syntax import Atom, Parser, QueryError, Rule, Term, is_fresh
+from ddflow.syntax import COMPARISONS, Atom, Parser, QueryError, Rule, Term, is_fresh
 from operators.wcoj.plan import tuple_getter
 
 #: The strategies a program's joins may use (`"generic"` needs int times, and
 #: recursive strata run at `Product` times).
 STRATEGIES = ("delta", "binary")
 
-_COMPARE = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
-            ">": operator.gt, ">=": operator.ge}
+_COMPARE = COMPARISONS
 
 _counter = itertools.count()
 
@@ -373,7 +371,8 @@ def datalog(program: str, /, strategy: str | None = None, **relations: Any) -> d
         checked = {name: (checked_relation(rel, name, {arity[name]}) if name in arity
                           else rel)
                    for name, rel in relations.items()}
-        return _Compiler(prog, df, scope, strategy, checked).run()
+        return Derived(_Compiler(prog, df, scope, strategy, checked).run(), prog,
+                       relations, df)
 
 
 def arities(prog: Program) -> dict[str, int]:
@@ -386,6 +385,37 @@ def arities(prog: Program) -> dict[str, int]:
             if lit.kind in ("pos", "neg"):
                 out.setdefault(lit.atom.name, len(lit.atom.terms))
     return out
+
+
+class Derived(dict):
+    """What `datalog` returns: `{name: Collection}` of the derived relations, plus
+    `why(fact)`, the proof tree of a derived fact (`ddflow.proofs`)."""
+
+    def __init__(self, collections: dict, program: Program, given: dict, df: Any) -> None:
+        super().__init__(collections)
+        self.program = program
+        self.given = given
+        self.dataflow = df
+
+    def why(self, fact: Any, time: Any = None) -> Any:
+        """A proof tree (`ddflow.proofs.Proof`) of `fact` (`'tc(1, 4)'`, or `(name,
+        values)`) at `time` (None: the latest final time): rule instances down to
+        input facts, of minimal height.  `QueryError` when it is not derived there."""
+        from ddflow.capture import Capture
+        from ddflow.explain import contents_at, latest_final_of
+        from ddflow.proofs import Derivations, parse_fact
+        fact = parse_fact(fact) if isinstance(fact, str) else (fact[0], tuple(fact[1]))
+        if fact[0] not in self:
+            raise QueryError(f"'{fact[0]}' is not a relation this program derives "
+                             f"({', '.join(self)})")
+        if time is None:
+            time = latest_final_of(self.dataflow)
+        if self.given and next(iter(self.given.values())).scope.parent is not None:
+            raise QueryError("why() reads relations of the root scope; this program's "
+                             "were entered into a loop")
+        inputs = {name: {d for d, m in contents_at(rel.node, time, Capture).items() if m > 0}
+                  for name, rel in self.given.items()}
+        return Derivations(self.program, inputs).proof(fact)
 
 
 class _Compiler:
@@ -528,5 +558,5 @@ def strata_text(program: Program) -> str:
                      for n, s in enumerate(program.strata, 1))
 
 
-__all__ = ["datalog", "parse_program", "strata_text", "Program", "Clause", "Literal",
-           "Stratum", "STRATEGIES"]
+__all__ = ["datalog", "parse_program", "strata_text", "Derived", "Program", "Clause",
+           "Literal", "Stratum", "STRATEGIES"]

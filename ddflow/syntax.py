@@ -25,6 +25,8 @@ ddflow.syntax.QueryError: head variable 'w' does not occur in the body
 
 from __future__ import annotations
 
+import operator
+
 import re
 from typing import Any
 
@@ -198,6 +200,11 @@ class Parser:
             return Atom(name.text, tuple(terms), name.pos)
 
 
+#: The comparisons a rule's body may hold, `left op right`, as Python evaluates them.
+COMPARISONS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+               ">": operator.gt, ">=": operator.ge}
+
+
 def is_fresh(var: str) -> bool:
     """Whether `var` is the fresh variable of a `_`."""
     return var.startswith("_") and var[1:].isdigit()
@@ -238,5 +245,5 @@ def parse(rule: str) -> Rule:
     return Rule(head, tuple(body), rule)
 
 
-__all__ = ["QueryError", "Token", "Term", "Atom", "Rule", "Parser", "tokenize", "parse",
+__all__ = ["COMPARISONS", "QueryError", "Token", "Term", "Atom", "Rule", "Parser", "tokenize", "parse",
            "is_fresh"]

@@ -48,6 +48,7 @@ puts them back: that is how the engine rolls a failed step back in O(#batches).
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Iterable, Iterator
 
 
@@ -62,6 +63,10 @@ from ddflow.updates import sorted_data
 
 #: Batches of similar size merged at once (see `Trace.insert`).
 FANIN = 4
+
+#: Each batch's distinct times, computed once (a batch never changes) and forgotten
+#: with the batch: what `Trace.time_count` unites.
+_BATCH_TIMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 #: A key's entries in a batch below this many are not kept by `key_histories`.
 _MEMO_MIN = 8
@@ -322,6 +327,26 @@ class Trace:
 
     def batch_count(self) -> int:
         return len(self._batches)
+
+    def time_count(self) -> int:
+        """Distinct times held, over all batches: O(sum of each batch's distinct
+        times) once each batch's set is known (computed once per batch).
+
+        >>> from lattice import Antichain
+        >>> tr = Trace()
+        >>> _ = tr.insert_updates([(("a", 1), 0, 1), (("b", 1), 1, 1)], Antichain([0]), Antichain([2]))
+        >>> _ = tr.insert_updates([(("a", 2), 2, 1)], Antichain([2]), Antichain([3]))
+        >>> tr.batch_count(), tr.time_count()
+        (2, 3)
+        """
+        times: set = set()
+        for batch in self._batches:
+            held = _BATCH_TIMES.get(batch)
+            if held is None:
+                held = _BATCH_TIMES[batch] = frozenset(
+                    t for entries in batch.data.values() for _v, t, _r in entries)
+            times |= held
+        return len(times)
 
     @property
     def batches(self) -> tuple[Batch, ...]:

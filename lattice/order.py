@@ -84,8 +84,18 @@ def less_equal(a: Any, b: Any) -> bool:
         # The time of every loop, compared inline (this is the hottest call there is).
         ao, ai = a
         bo, bi = b
-        if type(ao) is int and type(ai) is int and type(bo) is int and type(bi) is int:
-            return ao <= bo and ai <= bi
+        if type(ai) is int and type(bi) is int:
+            tao = type(ao)
+            if tao is int and type(bo) is int:
+                return ao <= bo and ai <= bi
+            if tao is Product and type(bo) is Product:
+                # The time of a loop in a loop (SCC's), also inline: through the
+                # methods it is three calls deep, and it is as hot.
+                aoo, aoi = ao
+                boo, boi = bo
+                if (type(aoo) is int and type(aoi) is int and type(boo) is int
+                        and type(boi) is int):
+                    return ai <= bi and aoo <= boo and aoi <= boi
     try:
         return a.less_equal(b)
     except AttributeError as exc:
@@ -250,15 +260,36 @@ class Product(tuple):
             raise mismatch(self, other)
         so, si = self
         oo, oi = other
-        if type(so) is int and type(oo) is int and type(si) is int and type(oi) is int:
-            return tuple.__new__(Product, (so if so >= oo else oo, si if si >= oi else oi))
+        if type(si) is int and type(oi) is int:
+            i = si if si >= oi else oi
+            if type(so) is int and type(oo) is int:
+                return tuple.__new__(Product, (so if so >= oo else oo, i))
+            if type(so) is Product and type(oo) is Product:
+                # A loop in a loop: built inline, not through three nested calls.
+                a, b = so
+                c, d = oo
+                if type(a) is int and type(b) is int and type(c) is int and type(d) is int:
+                    return tuple.__new__(Product, (tuple.__new__(
+                        Product, (a if a >= c else c, b if b >= d else d)), i))
         return Product(join(so, oo), join(si, oi))
 
     def meet(self, other: Any) -> Product:
         """The greatest lower bound: the coordinate-wise meet."""
         if type(other) is not Product:
             raise mismatch(self, other)
-        return Product(meet(self.outer, other.outer), meet(self.inner, other.inner))
+        so, si = self
+        oo, oi = other
+        if type(si) is int and type(oi) is int:
+            i = si if si <= oi else oi
+            if type(so) is int and type(oo) is int:
+                return tuple.__new__(Product, (so if so <= oo else oo, i))
+            if type(so) is Product and type(oo) is Product:
+                a, b = so
+                c, d = oo
+                if type(a) is int and type(b) is int and type(c) is int and type(d) is int:
+                    return tuple.__new__(Product, (tuple.__new__(
+                        Product, (a if a <= c else c, b if b <= d else d)), i))
+        return Product(meet(so, oo), meet(si, oi))
 
     def minimum(self) -> Product:
         """The least time of this lattice (both coordinates at their minimum)."""
@@ -268,8 +299,13 @@ class Product(tuple):
         """A key whose order extends the product order (lexicographic on the coordinates)."""
         # Lexicographic on the components' keys: a linear extension of the product order.
         so, si = self
-        if type(so) is int and type(si) is int:
-            return (so, si)
+        if type(si) is int:
+            if type(so) is int:
+                return (so, si)
+            if type(so) is Product:
+                a, b = so
+                if type(a) is int and type(b) is int:
+                    return ((a, b), si)
         return (sort_key(so), sort_key(si))
 
     def same_lattice(self, other: Any) -> bool:

@@ -175,6 +175,9 @@ class Arrange(Operator):
     def trace_records(self) -> int:
         return self.trace.record_count()
 
+    def traces(self) -> tuple:
+        return (self.trace,)
+
 
 class EnteredTrace:
     """An outer trace read from inside a loop: every time `t` is read as

@@ -14,7 +14,10 @@ It never learns which engine runs it.
 
 Counters (read by `Dataflow.metrics()` and by the tests that show work follows the
 size of a change): `records_in`, `records_out`, `batches_out`, `work` (records read
-from traces), `times_visited` (times at which a reduce evaluated its logic).
+from traces), `times_visited` (times at which a reduce evaluated its logic); and
+`cpu_ns`, the CPU time of its hook calls, which the engine adds only when asked to
+time operators (it is a measurement, not a count, so `counters()` leaves it out; a
+rolled-back step takes it back with the rest).
 
 Rollback (`operators.undo`): the engine calls `checkpoint()` on an operator before
 its first hook call of a step, then `commit()` when the step succeeds or
@@ -53,6 +56,8 @@ from operators.undo import Prefix, UndoDict, undo_dicts
 Update = tuple  # (data, time, diff)
 
 _COUNTERS = ("records_in", "records_out", "batches_out", "work", "times_visited")
+#: Measurements restored with the counters by a rollback, but not among `counters()`.
+_MEASURED = ("cpu_ns",)
 
 
 class Operator:
@@ -89,6 +94,7 @@ class Operator:
         self.batches_out = 0
         self.work = 0
         self.times_visited = 0
+        self.cpu_ns = 0
         self.undo_records = 0
         self.undo_values = 0
         self._undo_log: _Checkpoint | None = None
@@ -137,6 +143,10 @@ class Operator:
     def trace_records(self) -> int:
         """Records held in traces this operator owns."""
         return 0
+
+    def traces(self) -> tuple:
+        """The traces (`ddflow.trace.Trace`) this operator owns, for their sizes."""
+        return ()
 
     def release(self) -> None:
         """This operator is dropped from its dataflow: stop holding back the
@@ -327,6 +337,6 @@ _PLANS: dict[type, tuple] = {}
 
 
 def _plan_of(cls: type) -> tuple:
-    names = (*_COUNTERS, *cls._counters, *cls._state)
+    names = (*_COUNTERS, *_MEASURED, *cls._counters, *cls._state)
     stateless = not (cls._state or cls._append_only or cls._writes)
     return names, attrgetter(*names), None if stateless else len(names) - len(cls._state)

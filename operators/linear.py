@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from lattice import Antichain, TimeError, join, less_equal
+from lattice import Antichain, TimeError, as_time, join, less_equal
 from operators.base import Operator, Update
 from ddflow.diff import check_diff
 
@@ -81,6 +81,42 @@ def _inspect(fn: Callable, batch: list) -> list:
     for u in batch:
         fn(u)
     return batch
+
+
+def temporal_bounds(lower: Callable[[Any], Any], upper: Callable[[Any], Any]
+                    ) -> Callable[[Any], list]:
+    """The `join_function` logic of a temporal filter: a record `x` is present from
+    `lower(x)` until `upper(x)` (McSherry, "Generalizing linear operators"; what
+    Materialize builds its `mz_now()` filters on).
+
+    An update `(x, t, r)` becomes `(x, join(t, lower(x)), r)` and
+    `(x, join(t, lower(x), upper(x)), -r)`: at an integer time that is
+    `max(t, lower)` and `max(t, upper)`.  The retraction's time includes `lower(x)`
+    so that the record is never *negatively* present: at a time `s`, the two
+    accumulate to `r` exactly when `t <= s`, `lower(x) <= s` and not `upper(x) <= s`
+    (the plain function), also when `upper(x)` is before `lower(x)` (never present)
+    or, in a partial order, incomparable to it.
+
+    The update triples for one record, present from 3 until 5, inserted at 0, at 4
+    (arriving while it is present) and at 6 (arriving after its window: the two
+    cancel, so it is never seen):
+
+    >>> logic = temporal_bounds(lambda x: 3, lambda x: 5)
+    >>> for t in (0, 4, 6):
+    ...     print(_join_function(logic, [("a", t, 1)]))
+    [('a', 3, 1), ('a', 5, -1)]
+    [('a', 4, 1), ('a', 5, -1)]
+    [('a', 6, 1), ('a', 6, -1)]
+    """
+    def logic(x: Any) -> list:
+        start, end = as_time(lower(x)), as_time(upper(x))
+        for bound in (start, end):
+            # A str has a `join` too: say what is wrong before the lattice's join does.
+            if type(bound) is not int and not hasattr(bound, "less_equal"):
+                raise TimeError(f"a temporal filter's bounds must be times; {x!r} got "
+                                f"{bound!r}")
+        return [(x, start, 1), (x, join(start, end), -1)]
+    return logic
 
 
 _STAGES: dict[str, Callable[[Any, list], list]] = {

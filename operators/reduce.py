@@ -241,6 +241,9 @@ class Reduce(Operator):
     def trace_records(self) -> int:
         return self.out_trace.record_count()
 
+    def traces(self) -> tuple:
+        return (self.out_trace,)
+
 
 # -- built-in logics -----------------------------------------------------------
 

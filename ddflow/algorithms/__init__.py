@@ -7,9 +7,9 @@ networkx keeps `algorithms/` apart from `classes/` and differential dataflow kee
 holds state: each function only wires operators and returns a collection.
 """
 
-from ddflow.algorithms.graphs import (bfs, connected_components, propagate, reachability,
+from ddflow.algorithms.graphs import (bfs, connected_components, k_core, propagate, reachability,
                                       strongly_connected, strongly_connected_components,
                                       transitive_closure)
 
 __all__ = ["reachability", "bfs", "connected_components", "transitive_closure",
-           "propagate", "strongly_connected", "strongly_connected_components"]
+           "propagate", "strongly_connected", "strongly_connected_components", "k_core"]

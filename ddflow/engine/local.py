@@ -37,6 +37,7 @@ class LocalEngine:
         # same holds for nodes added since (`grow`): the first `_stepped_nodes` have run.
         self._stepped = False
         self._stepped_nodes = 0
+        self._timed = False
 
     # -- compile -------------------------------------------------------------
     def compile(self, df: Any) -> None:
@@ -46,6 +47,7 @@ class LocalEngine:
         plan = Plan.of_operators(nodes, ops[0])
         self._index = {id(n): i for i, n in enumerate(nodes)}
         self._worker = Worker(plan, range(self.workers), self.workers, ops)
+        self._worker.timed = self._timed
 
     def grow(self, df: Any, growth: Any) -> None:
         """Operators were added to the running dataflow (`ddflow.graph.grow`):
@@ -92,6 +94,24 @@ class LocalEngine:
     def visits(self) -> int:
         """Node visits so far (a node visited on W workers counts once)."""
         return self._worker.visits if self._worker else 0
+
+    @property
+    def routed(self) -> int:
+        """Records moved along edges so far."""
+        return self._worker.routed if self._worker else 0
+
+    def observe(self, on_pass: Any) -> None:
+        """Call `on_pass(passes, routed)` at the start of every pass of the runs to
+        come (None: stop): what `Dataflow.run(progress=True)` draws."""
+        if self._worker is not None:
+            self._worker.on_pass = on_pass
+
+    def time_operators(self, on: bool) -> None:
+        """Measure each operator's hook calls in CPU time (`Operator.cpu_ns`) from the
+        next run on."""
+        self._timed = on
+        if self._worker is not None:
+            self._worker.timed = on
 
     def operators(self, node: Any) -> list:
         """The operator instances of `node`, one per worker ([] before the first run)."""

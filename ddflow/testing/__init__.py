@@ -1,7 +1,7 @@
 """Tools for testing incremental programs: hypothesis strategies and the law's oracle.
 
 Strategies for times (`times`, `antichains`) and update batches (`updates`,
-`keyed_updates`), and `check_law`, which checks an operator's output against the
+`keyed_updates`), random operator chains (`pipelines`, `build_pipeline`), and `check_law`, which checks an operator's output against the
 plain function at every time of the join-closure of the times involved: the
 accumulation law every ddflow operator answers to.
 """
@@ -11,8 +11,10 @@ from ddflow.testing.times import (TIME_KINDS, antichains, grid, minimum_of,
 from ddflow.testing.updates import keyed_updates, updates
 from ddflow.testing.oracle import accumulate_all, check_law, join_closure
 from ddflow.testing.harness import evaluate
+from ddflow.testing.pipelines import STEPS, build_pipeline, pipelines
 
 __all__ = [
     "TIME_KINDS", "times", "grid", "minimum_of", "antichains", "nonempty_antichains",
     "updates", "keyed_updates", "check_law", "join_closure", "accumulate_all", "evaluate",
+    "STEPS", "pipelines", "build_pipeline",
 ]

@@ -33,10 +33,24 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ddflow
-from ddflow.algorithms import (bfs, connected_components, reachability, strongly_connected,
-                               strongly_connected_components, transitive_closure)
+from ddflow.algorithms import (bfs, connected_components, k_core, reachability,
+                               strongly_connected, strongly_connected_components,
+                               transitive_closure)
+from ddflow.algorithms import graphs
 from ddflow.testing import check_law, evaluate
 from lattice import Product as P
+
+
+@pytest.fixture(autouse=True, scope="module", params=["scheduled", "round0"])
+def round_scheduling(request):
+    """Every test here runs with label propagation round-scheduled (`propagate_at`,
+    the default), then with every label at round 0 (`propagate`), so both answer to
+    networkx and to the law.  (Module-scoped: hypothesis refuses function-scoped
+    fixtures around examples.)"""
+    before = graphs.ROUND_SCHEDULING
+    graphs.ROUND_SCHEDULING = request.param == "scheduled"
+    yield request.param
+    graphs.ROUND_SCHEDULING = before
 
 # -- oracles on a plain edge set --------------------------------------------------
 
@@ -82,6 +96,12 @@ def nx_closure(edges: set, roots: set = frozenset()) -> dict:
     return {e: 1 for e in nx.transitive_closure(_graph(edges), reflexive=False).edges()}
 
 
+def nx_two_core(edges: set, roots: set = frozenset()) -> dict:
+    g = _graph(edges).to_undirected()
+    g.remove_edges_from(list(nx.selfloop_edges(g)))
+    return {e: 1 for u, v in nx.k_core(g, 2).edges() for e in ((u, v), (v, u))}
+
+
 def _partition(labels: dict) -> set:
     groups: dict = {}
     for (n, label), _m in labels.items():
@@ -95,6 +115,7 @@ ALGORITHMS: dict[str, tuple[Callable, Callable]] = {
     "connected_components": (lambda e, r: connected_components(e), nx_components),
     "strongly_connected_components": (lambda e, r: strongly_connected_components(e), nx_scc),
     "transitive_closure": (lambda e, r: transitive_closure(e), nx_closure),
+    "k_core": (lambda e, r: k_core(e, 2), nx_two_core),
 }
 
 
@@ -435,11 +456,25 @@ def plain_scc(edges: dict) -> dict:
     return {(n, min(m for m in reach[n] if n in reach[m])): 1 for n in nodes}
 
 
+def plain_two_core(edges: dict) -> dict:
+    live = {(s, d) for s, d in _as_set(edges) if s != d}
+    live |= {(d, s) for s, d in live}
+    while True:
+        degree: dict = {}
+        for s, _d in live:
+            degree[s] = degree.get(s, 0) + 1
+        kept = {(s, d) for s, d in live if degree[s] >= 2 and degree[d] >= 2}
+        if kept == live:
+            return {e: 1 for e in live}
+        live = kept
+
+
 LAW_CASES = {
     "reachability": (reachability, plain_reachability, True),
     "bfs": (bfs, plain_bfs, True),
     "connected_components": (connected_components, plain_components, False),
     "strongly_connected_components": (strongly_connected_components, plain_scc, False),
+    "k_core": (lambda e: k_core(e, 2), plain_two_core, False),
 }
 
 
@@ -479,3 +514,11 @@ def test_law_components_at_product_times(edges: list, schedule: str) -> None:
 def test_law_scc_at_product_times(edges: list, schedule: str) -> None:
     """Four time coordinates inside: Product(Product(Product(a, b), outer), inner)."""
     _law("strongly_connected_components", edges, [], schedule, 1)
+
+
+@settings(max_examples=30)
+@given(edges=EDGE_HISTORIES, schedule=st.sampled_from(["once", "each"]))
+def test_law_k_core_at_product_times(edges: list, schedule: str) -> None:
+    """Peeling (a `count` and two `semijoin`s in the loop) at partially ordered
+    outer times."""
+    _law("k_core", edges, [], schedule, 1)

@@ -78,6 +78,7 @@ class CaptureMachine(RuleBasedStateMachine):
         self.reads_inside = not engine.startswith("bsp")
         self.poisoned = 0
         self.reads_failing = 0
+        self.drained: dict = {}         # capture name -> {(data, time): diff} drained
 
     def _read_then_refuse(self, x: int) -> int:
         if x == POISON:
@@ -117,6 +118,26 @@ class CaptureMachine(RuleBasedStateMachine):
         cap = self.counts if which else self.raw
         assert cap.updates == expected_updates(cap)
         assert repr(cap) == f"Capture({cap.node.name!r}, {len(cap.updates)} updates)"
+
+    @rule(t=st.sampled_from(READ_GRID), which=st.booleans())
+    def read_changes(self, t, which):
+        cap = self.counts if which else self.raw
+        partial = not cap.is_final(t)
+        if partial:
+            with pytest.raises(ddflow.NotFinalError):
+                cap.changes(t)
+        want = [u for u in expected_updates(cap) if u[1] == t]
+        assert cap.changes(t, partial=partial) == want
+
+    @rule(which=st.booleans())
+    def drain(self, which):
+        # Everything drained so far, summed, is every update captured so far.
+        cap = self.counts if which else self.raw
+        got = self.drained.setdefault(cap.node.name, {})
+        for data, t, diff in cap.drain():
+            got[(data, t)] = got.get((data, t), 0) + diff
+        want = {(d, t): r for d, t, r in expected_updates(cap)}
+        assert {k: r for k, r in got.items() if r} == want
 
     @rule()
     def read_latest_final(self):
@@ -329,3 +350,66 @@ def test_a_partial_read_leaves_the_checkpoint_where_a_final_read_put_it():
     assert cap.at(20) == {**dict.fromkeys(range(2_000), 1), -1: 1}
     assert cap.scanned - scanned <= 4, cap.scanned - scanned    # not the 2,002 entries
     cap._check()
+
+
+def test_changes_at_one_time_read_the_index_not_the_history():
+    # 100k captured updates over 1,000 times: once the per-time index exists, reading
+    # the changes at one time visits those changes only, and each run adds to the
+    # index only what it captured.
+    df = ddflow.Dataflow()
+    s, c = df.new_collection("records")
+    cap = c.capture("records")
+    s.insert(-1)
+    s.advance_to(1)
+    df.run()
+    assert cap.changes(0) == [(-1, 0, 1)]           # builds the index: one record
+    for epoch in range(1, 1_001):
+        for i in range(100):
+            s.insert(epoch * 100 + i)
+        s.advance_to(epoch + 1)
+        df.run()
+    assert len(cap.updates) == 100_001
+    scanned = cap.scanned
+    got = cap.changes(500)
+    assert got == [(500 * 100 + i, 500, 1) for i in range(100)]
+    assert cap.scanned - scanned == 100              # the 100 changes, nothing else
+    scanned = cap.scanned
+    s.remove(50_007)
+    s.advance_to(1_002)
+    df.run()
+    assert [u for u in cap.changes(1_001)] == [(50_007, 1_001, -1)]
+    assert cap.changes(500)[7] == (50_007, 500, 1)   # the history is kept as it was
+    assert cap.scanned - scanned == 101
+    cap._check()
+
+
+def test_drain_hands_out_each_change_once_and_survives_a_rollback():
+    df = ddflow.Dataflow()
+    s, c = df.new_collection("numbers")
+    seen = c.capture("seen")
+
+    def invert(x: int) -> int:
+        if x == 0:
+            seen.at(5, partial=True)    # a read inside the failing step
+        return 60 // x
+
+    out = c.map(invert, name="invert").capture("inverted")
+    for x in (1, 2):
+        s.insert(x)
+    s.advance_to(1)
+    df.run()
+    assert seen.drain() == [(1, 0, 1), (2, 0, 1)] and seen.drain() == []
+    s.insert(3)
+    s.insert(0)
+    s.advance_to(2)
+    with pytest.raises(ddflow.UserFunctionError):
+        df.run()                        # rolled back after `seen` read its batches
+    assert seen.drain() == []
+    s.discard(0)
+    s.remove(1)
+    df.run()
+    assert seen.resets == 1
+    assert seen.drain() == [(1, 2, -1), (3, 1, 1)]
+    assert out.drain() == [(20, 1, 1), (30, 0, 1), (60, 0, 1), (60, 2, -1)]
+    assert out.drain() == [] and seen.drain() == []
+    seen._check()

@@ -32,9 +32,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("engines", ("ddflow.engine", "ddflow.engine.*")),
     ("the front door",
      ("ddflow.input", "ddflow.capture", "ddflow.collection", "ddflow.layout", "ddflow.viz",
-      "ddflow.blame", "ddflow.dataflow")),
+      "ddflow.blame", "ddflow.dataflow", "ddflow.explain", "ddflow.introspection",
+      "ddflow.run_progress")),
     ("built on the front door",
-     ("ddflow.syntax", "ddflow.query", "ddflow.programs", "ddflow.algorithms",
+     ("ddflow.syntax", "ddflow.proofs", "ddflow.query", "ddflow.programs", "ddflow.algorithms",
       "ddflow.algorithms.*", "ddflow.circuit", "ddflow.circuit.*", "ddflow.testing",
       "ddflow.testing.*", "ddflow.io", "ddflow.bench", "ddflow.demo", "ddflow.cli")),
 ]

@@ -106,3 +106,88 @@ def test_oracle_delay(inp, schedule):
             if less_equal(f(d, s), t):
                 expected[d] += r
         assert accumulate_all(out, [t])[t] == {d: m for d, m in expected.items() if m}, t
+
+
+def _present(lower, upper, x, t) -> bool:
+    """The plain temporal filter: `x` is present at `t` from `lower(x)`, until `upper(x)`."""
+    return less_equal(lower(x), t) and not less_equal(upper(x), t)
+
+
+def _bounds(kind: str, draw) -> tuple:
+    """A lower and an upper bound per record, drawn as tables over the records 0..9
+    (so either may precede, follow or, at Product times, be incomparable to the other)."""
+    lows = draw(st.lists(times(kind), min_size=10, max_size=10))
+    ups = draw(st.lists(times(kind), min_size=10, max_size=10))
+    return (lambda x: lows[x % 10]), (lambda x: ups[x % 10]), set(lows) | set(ups)
+
+
+@settings(max_examples=200)
+@given(data=st.data(), schedule=SCHEDULES)
+def test_oracle_temporal_filter(data, schedule):
+    """`temporal_filter(lower, upper)`: at every time `t`, the records of the input at
+    `t` with `lower(x) <= t` and not `upper(x) <= t`, multiplicities kept."""
+    kind = data.draw(st.sampled_from(["product", "int"]))
+    lower, upper, bounds = _bounds(kind, data.draw)
+    inp = data.draw(updates(kind))
+    out = evaluate(lambda c: c.temporal_filter(lower, upper), [inp], schedule=schedule)
+    seen = {u[1] for u in inp} | {u[1] for u in out} | bounds
+    for t in join_closure(seen):
+        expected = {x: m for x, m in accumulate_all(inp, [t])[t].items()
+                    if _present(lower, upper, x, t)}
+        assert accumulate_all(out, [t])[t] == expected, t
+
+
+@settings(max_examples=200)
+@given(data=st.data(), schedule=SCHEDULES)
+def test_oracle_sliding_window(data, schedule):
+    """`sliding_window(start, width)`: present from `start(x)` until `start(x) + width`
+    (int times), or until `width(start(x))` (Product times: a window two epochs by one
+    round wide)."""
+    from lattice import Product
+    kind = data.draw(st.sampled_from(["product", "int"]))
+    starts = data.draw(st.lists(times(kind), min_size=10, max_size=10))
+    start = lambda x: starts[x % 10]           # noqa: E731
+    if kind == "int":
+        width = data.draw(st.integers(0, 3))
+        end = lambda s: s + width              # noqa: E731
+    else:
+        width = end = lambda s: Product(s.outer + 2, s.inner + 1)   # noqa: E731
+    inp = data.draw(updates(kind))
+    out = evaluate(lambda c: c.sliding_window(start, width), [inp], schedule=schedule)
+    seen = {u[1] for u in inp} | {u[1] for u in out} | set(starts) | {end(s) for s in starts}
+    for t in join_closure(seen):
+        expected = {x: m for x, m in accumulate_all(inp, [t])[t].items()
+                    if _present(start, lambda y: end(start(y)), x, t)}
+        assert accumulate_all(out, [t])[t] == expected, t
+
+
+def test_temporal_filter_bad_arguments():
+    """Not a function (or, for a window, not a number either): a `GraphError` naming
+    the operator, raised where the dataflow is built."""
+    from ddflow import Dataflow
+    from ddflow.errors import GraphError
+    _s, c = Dataflow().new_collection()
+    with pytest.raises(GraphError, match="temporal_filter"):
+        c.temporal_filter(3, lambda x: 5)
+    with pytest.raises(GraphError, match="sliding_window"):
+        c.sliding_window(lambda x: x, "wide")
+
+
+def test_temporal_filter_bound_not_a_time():
+    """A bound that is not a time fails the run with a typed error naming the
+    operator, the record and the bound, and the dataflow runs on once it is fixed."""
+    from ddflow import Dataflow
+    from ddflow.errors import DataflowError
+    bounds = {"upper": "soon"}
+    df = Dataflow()
+    s, c = df.new_collection("xs")
+    cap = c.temporal_filter(lambda x: 0, lambda x: bounds["upper"]).capture()
+    s.insert(7)
+    s.advance_to(1)
+    with pytest.raises(DataflowError, match=r"bounds must be times.*'soon'.*operator: temporal_filter") as info:
+        df.run()
+    assert "record: 7" in str(info.value)
+    assert cap.updates == []                                # nothing half done
+    bounds["upper"] = 2
+    df.run()
+    assert cap.updates == [(7, 0, 1), (7, 2, -1)]
