@@ -24,15 +24,23 @@ as `ddflow.trace` or `ddflow.updates` does not pull in the engines):
     Product, AltNeu, Antichain
                     partially ordered times and frontiers (from `lattice`)
 
+Subpackages, loaded on first use and listed by `dir(ddflow)`: `ddflow.algorithms`
+(graph algorithms: reachability, bfs, components, transitive closure, SCC),
+`ddflow.testing` (strategies, the law's oracle, `evaluate`), `ddflow.viz`,
+`ddflow.engine`, `ddflow.circuit`, `ddflow.errors`.
+
 The errors, all subclasses of `DataflowError` (`ddflow.errors`; each is also an
 attribute of this package, `except ddflow.DataflowError:` catches every one):
 
     DataflowError, TimeError, DataError, DiffError, CompactionError, BatchError,
     SessionClosedError, GraphError, UserFunctionError, ConvergenceError,
-    ProgressError, EngineUnavailableError (ExecutorEnvironmentError), NotFinalError
+    ProgressError, EngineUnavailableError (ExecutorEnvironmentError), NotFinalError,
+    StaleReadError
 
 and the warnings `DataflowWarning` and its `StalledRunWarning` (a `run()` whose inputs
-have pending updates but did not move).
+have pending updates but did not move) and `NothingDiscardedWarning` (a `discard` that
+withdrew nothing).  An error raised by `run()` names the pending updates it comes
+from, `err.inputs`; `df.discard(err)` withdraws exactly those.
 """
 
 from __future__ import annotations
@@ -66,7 +74,16 @@ _LAZY = {
 #: print each one's inherited exception boilerplate, ~70 lines apiece.
 __all__ = sorted(_LAZY) + ["__version__"]
 
+#: Subpackages and modules users reach by name: listed by `dir(ddflow)` and loaded on
+#: first use (`ddflow.testing`, `ddflow.algorithms.graphs` for reachability, BFS, SCC,
+#: triangles, `ddflow.viz` ...).
+_SUBMODULES = ("algorithms", "circuit", "engine", "errors", "testing", "viz")
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        import importlib
+        return importlib.import_module(f"ddflow.{name}")
     if name in _LAZY:
         import importlib
         module, attr = _LAZY[name]
@@ -79,5 +96,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    # The lazy names are not in globals() until first used; list them anyway.
-    return sorted(set(globals()) | set(_LAZY))
+    """The public names (the front door, the errors and warnings, `__version__`) and
+    the subpackages: not the module's own machinery (`_LAZY`, `Any` ...)."""
+    from ddflow import errors
+    return sorted(set(_LAZY) | set(errors.__all__) | set(_SUBMODULES) | {"__version__"})

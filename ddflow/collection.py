@@ -478,7 +478,8 @@ class Variable:
         self.source = source
         with scope.dataflow.building():
             self.node = Node(scope.dataflow, scope, label, "feedback", [],
-                             lambda w, ops: Feedback(scope.max_rounds, scope.on_limit, label))
+                             lambda w, ops: Feedback(scope.max_rounds, scope.on_limit, label,
+                                                      loop=scope.name))
             fed = Collection(self.node)
             self.collection = (source.concat(fed, name=f"{label}.concat")
                                if source is not None else fed)

@@ -34,10 +34,12 @@ from typing import Any, Iterator
 
 from lattice import as_time, is_time, join, minimum, sort_key
 from ddflow import graph, viz
+from ddflow.blame import blame
 from ddflow.capture import Capture
 from ddflow.collection import Collection
 from ddflow.engine.local import LocalEngine
-from ddflow.errors import DataflowError, GraphError, StalledRunWarning, TimeError
+from ddflow.errors import (DataError, DataflowError, GraphError, NothingDiscardedWarning,
+                           StalledRunWarning, TimeError)
 from ddflow.graph import Graph, Node, Scope  # noqa: F401 - the graph model, re-exported
 from ddflow.input import InputOp, InputSession
 from operators.capture import CaptureOp  # noqa: F401 - re-exported from the front door
@@ -118,7 +120,18 @@ class Dataflow(Graph):
         error; a `rich.console.Console` draws it there (`ddflow.run_progress`).
 
         On any error the step is rolled back and the sessions keep their updates, so
-        nothing is lost and nothing is half-applied.
+        nothing is lost and nothing is half-applied.  An error of the data (a user
+        function raising, a record of the wrong shape, a loop not converging) names
+        the pending updates it comes from, `err.inputs` (found by re-running the step
+        on parts of them, `ddflow.blame`): `df.discard(err)` (or any session's
+        `discard(err)`) withdraws exactly those, and the next `run()` goes on.  With
+        `err.inputs == ()` no pending update is to blame: the failing operator
+        (`err.operator`) meets data the dataflow already holds, either a piece added
+        since the last run meeting what it imported, or updates accepted by an
+        earlier run at times this run's `advance_to` completes (an update is
+        committed when the run that takes it succeeds, even if its time is not
+        complete yet: withdraw a doubtful update before advancing past its time);
+        `drop()` the failing piece and run again: the rest goes on.
 
         Updates complete only once their input's frontier passes their time.  When
         an input was given updates but its frontier has not moved since the last
@@ -195,9 +208,11 @@ class Dataflow(Graph):
         taken = [(s, s.take_pending()) for s in self.sessions]
         try:
             self.engine.run(self, taken)
-        except BaseException:
+        except BaseException as exc:
             for session, updates in taken:
                 session.restore_pending(updates)
+            if isinstance(exc, DataflowError) and exc.inputs is None:
+                _with_inputs(exc, blame(self, exc, taken))
             raise
 
     def drop(self, what: Any) -> None:
@@ -243,6 +258,40 @@ class Dataflow(Graph):
             n.dropped = True
         self.captures = [c for c in self.captures if not c.node.dropped]
         self._dropping = True
+
+    def discard(self, err: DataflowError) -> list[tuple]:
+        """Withdraw the pending updates a failed `run()` blamed (`err.inputs`) from
+        their sessions and return them as `(session, data, time, diff)`: exactly
+        those, one pending copy each.  Raises `DataError` for an error that names no
+        inputs (not raised by a run, or not the data's fault) or whose inputs are
+        no longer pending; warns (`NothingDiscardedWarning`) when `err.inputs` is
+        empty: nothing pending is to blame, `drop()` the failing piece instead."""
+        inputs = getattr(err, "inputs", None)
+        if not isinstance(err, DataflowError) or inputs is None:
+            raise DataError(f"discard(err) takes an error raised by run() that names the "
+                            f"pending updates it comes from (err.inputs), not {err!r}")
+        if not inputs:
+            warnings.warn(NothingDiscardedWarning(
+                "discard(err): no pending update is to blame for this error (err.inputs "
+                "is empty): the failure comes from data already in the dataflow (met by a "
+                "piece added since the last run(), or accepted earlier at a time this "
+                "run completes); drop() the failing piece"), stacklevel=2)
+            return []
+        sessions = list({id(u[0]): u[0] for u in inputs}.values())
+        for session in sessions:
+            if session.dataflow is not self:
+                raise DataError(f"discard(err): the error names input '{session.name}' "
+                                "of another dataflow", operator=session.name)
+        saved = [session.pending for session in sessions]
+        try:        # all or nothing: a session refusing puts the others back
+            for session in sessions:
+                session.withdraw([u[1:] for u in inputs if u[0] is session])
+        except DataError:
+            for session, pending in zip(sessions, saved):
+                session.take_pending()
+                session.restore_pending(pending)
+            raise
+        return list(inputs)
 
     # -- observing -------------------------------------------------------------
     def logging(self) -> Any:
@@ -338,6 +387,23 @@ def _logging_failed(err: DataflowError) -> DataflowError:
     except TypeError:       # a subclass built otherwise: keep it, say it aside
         err.add_note(note[2:])
         return err
+
+
+def _with_inputs(err: DataflowError, inputs: tuple | None) -> None:
+    """Attach `inputs` to `err` and say in its message what to do."""
+    err.inputs = inputs
+    if inputs is None:
+        return
+    if inputs:
+        shown = ", ".join(f"{s.name}: {(d, t, r)!r}" for s, d, t, r in inputs[:4])
+        more = f" and {len(inputs) - 4} more" if len(inputs) > 4 else ""
+        hint = (f"it comes from the pending update(s) {shown}{more}: "
+                "session.discard(err) withdraws them")
+    else:
+        hint = ("no pending update is to blame: the failing operator meets data the "
+                "dataflow already holds (added since the last run(), it fails on what it "
+                "imported; or an earlier update's time completes now); drop() it")
+    err.args = (f"{err.args[0]}; {hint}",) + err.args[1:]
 
 
 def _root_time(time: Any) -> Any:

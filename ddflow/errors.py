@@ -82,10 +82,15 @@ class StalledRunWarning(DataflowWarning):
     dataflow until the inputs named `advance_to` a later time (or `close()`)."""
 
 
+class NothingDiscardedWarning(DataflowWarning):
+    """`discard()` matched no pending update (a time or diff that is not the pending
+    one's, a record already withdrawn or run): nothing was withdrawn."""
+
+
 __all__ = [
     "DataflowError", "TimeError", "DataError", "DiffError", "CompactionError",
     "BatchError", "SessionClosedError", "GraphError", "UserFunctionError",
     "ConvergenceError", "ProgressError", "EngineUnavailableError", "ExecutorEnvironmentError",
-    "NotFinalError",
-    "DataflowWarning", "StalledRunWarning",
+    "NotFinalError", "StaleReadError",
+    "DataflowWarning", "StalledRunWarning", "NothingDiscardedWarning",
 ]

@@ -22,15 +22,18 @@ lattice.errors.TimeError: update at 1 is not in advance of the session's time 2 
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Iterable
 
 from lattice import Antichain, advance_by, as_time, less_equal
 from ddflow import frames
-from ddflow.errors import DataError, SessionClosedError, TimeError
+from ddflow.errors import (DataError, DataflowError, NothingDiscardedWarning,
+                           SessionClosedError, TimeError)
 from ddflow import columnar
 from ddflow.columnar import Columns, wants_columns
 from ddflow.graph import Node
-from ddflow.updates import check_lattice, checked_update, consolidate_unsorted
+from ddflow.updates import (check_lattice, checked_update, consolidate_unsorted,
+                            not_self_equal)
 from operators.base import Operator
 
 EMPTY = Antichain()
@@ -57,6 +60,9 @@ class InputSession:
         # while updates are pending can process none of them (see Dataflow.run).
         self._ran_at: Antichain = self.frontier()
 
+    def __repr__(self) -> str:
+        return f"InputSession({self.name!r})"
+
     def insert(self, data: Any) -> None:
         """Add one copy of `data` at the session's current time (`update(data, 1)`)."""
         self.update_at(data, self.time, 1)
@@ -75,7 +81,8 @@ class InputSession:
         session's time (`advance_to`).  The update is pending until the next `run()`.
 
         Raises, recording nothing: `TimeError` (a time of another lattice, or before the
-        session's), `DataError` (unhashable `data`), `DiffError` (a diff that is not an
+        session's), `DataError` (unhashable `data`, or data holding a NaN: unequal to
+        itself, it would never cancel), `DiffError` (a diff that is not an
         element of the diff type), `SessionClosedError` (after `close()`).
         """
         if (type(time) is int and type(self.time) is int and time >= self.time
@@ -86,8 +93,23 @@ class InputSession:
             except TypeError:
                 pass          # the full path below reports it
             else:
-                self._pending.append((data, time, diff))
-                return
+                # NaN check (`not_self_equal`), without a call for the usual ints,
+                # strs and tuples of them.
+                kind = type(data)
+                if kind is int or kind is str:
+                    self._pending.append((data, time, diff))
+                    return
+                if kind is tuple:
+                    for x in data:
+                        k = type(x)
+                        if k is not int and k is not str:
+                            break
+                    else:
+                        self._pending.append((data, time, diff))
+                        return
+                if not not_self_equal(data):
+                    self._pending.append((data, time, diff))
+                    return
         self._check_open("update_at", data, time)
         self._pending.append(checked_update(self.name, self.time, data, time, diff))
 
@@ -235,16 +257,24 @@ class InputSession:
         self._ran_at = self.frontier()
 
     def discard(self, data: Any, time: Any = _ANY, diff: Any = _ANY) -> list[tuple]:
-        """Withdraw the pending updates of `data` and return them; the other pending
-        updates stay.
+        """Withdraw pending updates and return them; the other pending updates stay.
 
-        Meant for recovering from a failed `run()`, whose error names the record and
-        the time: `discard(err.record, err.time)` withdraws that record's updates at
-        that time only, leaving its updates at other times (which may be fine) in
-        place; give `diff` as well to withdraw only the exact `(data, time, diff)`
-        updates.  Without `time`, every pending update of `data` goes (right when
-        the record itself is bad, say not a pair where a join needs one).
+        The recovery from a failed `run()` is `discard(err)`: the error names the
+        pending updates its step failed on, `err.inputs`, and this withdraws exactly
+        those, from whichever sessions of the dataflow they were given to (see
+        `Dataflow.discard`; it returns `(session, data, time, diff)` entries).
+        `err.record` and `err.time` are what the failing operator saw, which past
+        the first operator (a map before it, a join, a round of a loop) is not
+        what was given here: they are not the way to find the culprit.
+
+        `discard(data)` withdraws every pending update of `data`; with `time`, its
+        updates at that time only; with `diff` as well, only the exact `(data, time,
+        diff)` updates.  Matching nothing withdraws nothing and warns
+        (`NothingDiscardedWarning`): the return value is `[]`, and a recovery that
+        meant to withdraw something hears of it.
         """
+        if isinstance(data, DataflowError) and time is _ANY and diff is _ANY:
+            return self.dataflow.discard(data)
         if time is not _ANY:
             time = as_time(time)
 
@@ -254,7 +284,29 @@ class InputSession:
         gone = [u for u in self._pending if hit(u)]
         if gone:
             self._pending = [u for u in self._pending if not hit(u)]
+        else:
+            times = sorted({repr(u[1]) for u in self._pending if u[0] == data})
+            warnings.warn(NothingDiscardedWarning(
+                f"discard: no pending update of {data!r} on input '{self.name}' matches"
+                + ("" if time is _ANY else f" at time {time!r}")
+                + ("" if diff is _ANY else f" with diff {diff!r}")
+                + (f"; it has pending updates at {', '.join(times)}" if times else
+                   "; it has none (withdrawn, or run() since)")
+                + ": nothing was withdrawn"), stacklevel=2)
         return gone
+
+    def withdraw(self, updates: list[tuple]) -> None:
+        """Take exactly `updates` (each a pending `(data, time, diff)`, one copy per
+        entry) out of the pending ones; `DataError` if one is not pending, and
+        then nothing is taken."""
+        left = list(self._pending)
+        for u in updates:
+            try:
+                left.remove(u)
+            except ValueError:
+                raise DataError(f"withdraw: {u!r} is not pending on input '{self.name}'",
+                                operator=self.name, record=u[0], time=u[1]) from None
+        self._pending = left
 
     def clear(self) -> list[tuple]:
         """Withdraw and return every pending update."""

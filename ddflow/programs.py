@@ -65,7 +65,7 @@ from typing import Any
 
 import attrs
 
-from ddflow.query import shape_matcher, atom_shape, plan
+from ddflow.query import atom_shape, checked_relation, plan, shape_matcher
 from ddflow.syntax import COMPARISONS, Atom, Parser, QueryError, Rule, Term, is_fresh
 from operators.wcoj.plan import tuple_getter
 
@@ -339,6 +339,11 @@ def datalog(program: str, /, strategy: str | None = None, **relations: Any) -> d
     rules or facts gets them added to it.  `strategy` picks the joins of every rule:
     `"delta"` (delta queries), `"binary"` (left-deep joins) or `None` (delta queries
     for cyclic rule bodies, binary joins otherwise; see `ddflow.query`).
+
+    Every record of a given relation must be a tuple of the relation's arity in the
+    program: a bare value, a longer or shorter tuple, a string make `run()` raise a
+    `DataError` naming the relation, the arity and the record, the step rolled back
+    (`session.discard(err)` withdraws the update that fed it).
     """
     import ddflow
     from ddflow.collection import Arranged, Collection
@@ -362,8 +367,24 @@ def datalog(program: str, /, strategy: str | None = None, **relations: Any) -> d
     df = scope.dataflow if scope is not None else ddflow.Dataflow()
     scope = scope if scope is not None else df.root
     with df.building():
-        return Derived(_Compiler(prog, df, scope, strategy, relations).run(), prog,
+        arity = arities(prog)
+        checked = {name: (checked_relation(rel, name, {arity[name]}) if name in arity
+                          else rel)
+                   for name, rel in relations.items()}
+        return Derived(_Compiler(prog, df, scope, strategy, checked).run(), prog,
                        relations, df)
+
+
+def arities(prog: Program) -> dict[str, int]:
+    """The arity of every relation the program names (`parse_program` checked
+    that each has one)."""
+    out: dict[str, int] = {}
+    for c in prog.clauses:
+        out.setdefault(c.head.name, len(c.head.terms))
+        for lit in c.body:
+            if lit.kind in ("pos", "neg"):
+                out.setdefault(lit.atom.name, len(lit.atom.terms))
+    return out
 
 
 class Derived(dict):

@@ -13,8 +13,10 @@ semantics: what a chain of binary joins gives), at every time:
 Syntax (`ddflow.syntax`): `head(v, ..) :- rel(term, ..), rel(term, ..) [.]`, terms
 being variables (`_` a fresh one each time), ints or quoted strings.  A variable
 may repeat across atoms (a join) and within an atom (an equality); a constant
-filters.  The head lists variables of the body.  Tuples of another arity than the
-atom's do not match it.
+filters.  The head lists variables of the body.  A relation's records must be tuples
+of an arity of its atoms: anything else raises `DataError` at `run()` naming the
+relation, the arity and the record (`checked_relation`); a tuple of another of its
+atoms' arities does not match this one.
 
 Strategies:
 
@@ -161,7 +163,33 @@ def query(rule: str, /, strategy: str | None = None, **relations: Any) -> Any:
         elif rel.scope is not scope:
             raise QueryError(f"relation '{a.name}' is in scope {rel.scope.name}, the others "
                              f"in {scope.name}: enter() them into one scope", rule, a.pos)
-    return plan(r, relations, strategy)
+    arities: dict = {}
+    for a in r.body:
+        arities.setdefault(a.name, set()).add(len(a.terms))
+    checked = {name: checked_relation(relations[name], name, ns)
+               for name, ns in arities.items()}
+    return plan(r, checked, strategy)
+
+
+def checked_relation(rel: Any, name: str, arities: set | frozenset) -> Any:
+    """`rel`, with every record checked to be a tuple of one of `arities` on its way
+    into a rule: any other record raises a `DataError` naming the relation, the
+    arity expected and the record (and, through the step's rollback, the session
+    update that fed it: `err.inputs`), instead of silently matching nothing.
+    Shared by `query` and `ddflow.datalog`, whose relations are checked at this
+    boundary, the first operator that reads them."""
+    from ddflow.errors import DataError
+    ns = frozenset(arities)
+    expected = " or ".join(str(n) for n in sorted(ns))
+
+    def check(t: Any) -> Any:
+        if type(t) is tuple and len(t) in ns:
+            return t
+        shape = (f"a tuple of arity {len(t)}" if type(t) is tuple
+                 else f"of type {type(t).__name__}, not a tuple")
+        raise DataError(f"relation '{name}' takes tuples of arity {expected}; this record "
+                        f"is {shape}", record=t)
+    return rel.map(check, name=f"{name}.check")
 
 
 def plan(r: Rule, relations: dict, strategy: str | None = None,

@@ -342,7 +342,7 @@ def checked_update(name: str, session_time: Any, data: Any, time: Any, diff: Any
     """`(data, time, diff)` as an input whose time is `session_time` takes it, or the
     typed error saying why not (naming the input `name`, the record and the time):
     `TimeError` (another lattice, or not in advance of `session_time`), `DataError`
-    (unhashable data), `DiffError`.  One function for every way updates enter: a
+    (unhashable data, or a NaN in it), `DiffError`.  One function for every way updates enter: a
     session's `update_at`, and rows of a DataFrame checked on Spark's executors.
 
     >>> checked_update("edges", 3, ("a", "b"), 5, 1)
@@ -363,7 +363,37 @@ def checked_update(name: str, session_time: Any, data: Any, time: Any, diff: Any
     except TypeError as exc:
         raise DataError(f"data must be hashable ({exc}); use tuples, not lists or dicts",
                         operator=name, record=data, time=time) from exc
+    if not_self_equal(data):
+        raise DataError("data must equal itself, and this record holds a NaN (or another "
+                        "value unequal to itself): its updates would never cancel, nor "
+                        "meet in a join or a count; map NaN to None or drop it first",
+                        operator=name, record=data, time=time)
     return data, time, check_diff(diff, operator=name, record=data, time=time)
+
+
+def not_self_equal(data: Any) -> bool:
+    """Whether `data` holds a value unequal to itself (a float NaN, anywhere in a
+    tuple or frozenset: in a key as in a value).  Such a record breaks the multiset:
+    `insert(nan)` twice then `remove(nan)` would leave three entries.  A tuple is
+    walked because tuple equality takes identical items as equal (`(nan,) == (nan,)`
+    for one `nan` object), which would hide the NaN from `data != data`.
+
+    >>> not_self_equal((1, ("a", float("nan")))), not_self_equal((1, 2.5))
+    (True, False)
+    """
+    kind = type(data)
+    if kind is int or kind is str or data is None:
+        return False
+    if kind is tuple or kind is frozenset:
+        for x in data:          # (a loop, not any(map(...)): ints and strs cost no call)
+            k = type(x)
+            if k is not int and k is not str and not_self_equal(x):
+                return True
+        return False
+    try:
+        return bool(data != data)
+    except Exception:  # noqa: BLE001 - a comparison that does not answer: not ours to judge
+        return False
 
 
 def check_lattice(name: str, session_time: Any, time: Any, data: Any, what: str) -> None:

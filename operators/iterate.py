@@ -114,10 +114,13 @@ class Feedback(Operator):
     summary = NEXT_ROUND
 
     def __init__(self, max_rounds: int | None = None, on_limit: str = "raise",
-                 name: str = "feedback") -> None:
+                 name: str = "feedback", loop: str | None = None) -> None:
         if on_limit not in ("raise", "truncate"):
             raise ValueError(f"on_limit must be 'raise' or 'truncate', not {on_limit!r}")
         super().__init__(name)
+        #: The loop as the user built it (`iterate(..., name=...)`), which errors
+        #: name; the variable `name` only when the two differ.
+        self.loop = loop or name
         self.max_rounds = max_rounds
         self.on_limit = on_limit
         # The loop log, a ring: slot -> ((outer time, round), changes, sample), the
@@ -224,7 +227,8 @@ class Feedback(Operator):
         last = consolidate([(d, t.inner + 1, r) for d, t, r in updates if t.outer == outer])
         history = list(self._recent.get(outer, ()))
         period = _period(history)
-        msg = (f"iterate loop '{self.name}' did not converge within max_rounds="
+        variable = f" (variable '{self.name}')" if self.name != self.loop else ""
+        msg = (f"iterate loop '{self.loop}'{variable} did not converge within max_rounds="
                f"{self.max_rounds} at outer time {outer!r}: changes still flow into round {rnd}; "
                f"last changes: {last[:8]!r}{' ...' if len(last) > 8 else ''}")
         if period and _drift(history, period):
@@ -234,7 +238,7 @@ class Feedback(Operator):
         elif period:
             msg += (f". The same changes recur every {period} round(s): the loop oscillates "
                     "(a loop without distinct can cancel and re-add records forever)")
-        err = ConvergenceError(msg, operator=self.name, time=Product(outer, rnd))
+        err = ConvergenceError(msg, operator=self.loop, time=Product(outer, rnd))
         err.outer_time, err.round, err.last_changes, err.period = outer, rnd, last, period
         return err
 

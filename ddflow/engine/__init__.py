@@ -33,11 +33,12 @@ class Engine(Protocol):
         the running ones, which keep their state; the next `run` first hands the new
         ones the contents they import."""
 
-    def run(self, df: Any, taken: list) -> None:
+    def run(self, df: Any, taken: list, keep: bool = True) -> None:
         """Feed `taken`, the updates taken from `df`'s sessions (`(session, updates)`
         pairs), and do all the work their frontiers allow; on any error, put the
         engine's state back as it was before and re-raise (the caller gives the
-        sessions their updates back)."""
+        sessions their updates back).  With `keep=False`, a trial: put the state
+        back even on success (what `ddflow.blame` runs to find `err.inputs`)."""
 
     def operators(self, node: Any) -> list:
         """`node`'s operators (or views of their counters), one per shard ([] before

@@ -154,10 +154,13 @@ class BSPEngine:
         self._importing = True
 
     # -- run -----------------------------------------------------------------------
-    def run(self, df: Any, taken: list) -> None:
+    def run(self, df: Any, taken: list, keep: bool = True) -> None:
         """One step over the updates taken from the sessions (`(session, updates)`
         pairs): jobs of supersteps until the shards' verdict is that nothing moves
-        any more; rolled back on failure (the sessions by `Dataflow.run`)."""
+        any more; rolled back on failure (the sessions by `Dataflow.run`), and with
+        `keep=False` (a trial, see `LocalEngine.run`) on success too: the shards go
+        back to the step's start as after a failure (each copy undone when next
+        loaded)."""
         saved = (list(self._states), {s: [list(r) for r in rows]
                                       for s, rows in self._counters.items()},
                  self._frontiers)
@@ -169,6 +172,11 @@ class BSPEngine:
             self._end_run()
             self._steplog.end(self.jobs, exc)
             raise
+        if not keep:
+            self._states, self._counters, self._frontiers = saved
+            self._end_run()
+            self._steplog.end(self.jobs)
+            return
         self._end_run()
         self._importing = False
         self._steplog.end(self.jobs)

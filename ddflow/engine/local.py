@@ -60,9 +60,11 @@ class LocalEngine:
         self._index = {id(n): i for i, n in enumerate(nodes)}
 
     # -- run -----------------------------------------------------------------
-    def run(self, df: Any, taken: list) -> None:
+    def run(self, df: Any, taken: list, keep: bool = True) -> None:
         """One step: feed the updates taken from the sessions (`(session, updates)`
-        pairs) and run until nothing can move; on failure, roll every operator back."""
+        pairs) and run until nothing can move; on failure, roll every operator back.
+        With `keep=False` a trial: rolled back even when it succeeds, so only whether
+        it raises is learnt (what `ddflow.blame` runs to find `err.inputs`)."""
         worker = self._worker
         worker.begin()
         try:
@@ -75,6 +77,9 @@ class LocalEngine:
         except BaseException:
             worker.rollback()
             raise
+        if not keep:
+            worker.rollback()
+            return
         worker.commit()
         self._stepped = True
         self._stepped_nodes = len(worker.plan.nodes)

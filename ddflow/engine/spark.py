@@ -438,16 +438,20 @@ class SparkEngine(BSPEngine):
         self._not_stopped()
         self._sweeping(lambda: super(SparkEngine, self).grow(df, growth))
 
-    def run(self, df: Any, taken: list) -> None:
+    def run(self, df: Any, taken: list, keep: bool = True) -> None:
         self._not_stopped()
         self._feeding, self._fed = self._fed, []
         try:
-            self._sweeping(lambda: super(SparkEngine, self).run(df, taken))
+            self._sweeping(lambda: super(SparkEngine, self).run(df, taken, keep))
         except BaseException:
             self._fed, self._feeding = self._feeding + self._fed, []
             with contextlib.suppress(OSError):      # the run's own error is the one to see
                 self._mark_current()
             raise
+        if not keep:        # a trial: what was fed waits for the real run
+            self._fed, self._feeding = self._feeding + self._fed, []
+            self._mark_current()
+            return
         done, self._feeding = self._feeding, []
         for fed in done:
             fed.persisted.unpersist()

@@ -110,8 +110,17 @@ class Worker:
         self.told = told[:growth.start] + [None] * (len(plan.nodes) - growth.start)
         for i in growth.dropped:
             self.told[i] = None
+        # Other shards' pointstamps are kept by location, and the new plan numbers
+        # locations anew (a port of a loop may now be where an int-timed one was):
+        # they go, and the next superstep reports them again before any frontier
+        # is read (found by the growing-dataflow state machine: a raw TypeError).
+        self._external = {}
         self._load(plan, ops)
-        self._imports = self._imports + tuple((*edge, growth.time) for edge in growth.imports)
+        # Imports still pending (a growth whose first run failed keeps them, see
+        # `rollback`) go with the pieces `drop` took out: their reader is gone.
+        gone = set(growth.dropped)
+        pending = tuple(e for e in self._imports if e[0] not in gone and e[1] not in gone)
+        self._imports = pending + tuple((*edge, growth.time) for edge in growth.imports)
 
     def import_contents(self) -> None:
         """Hand each new operator the contents of the running one it reads, as its

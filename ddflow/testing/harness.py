@@ -26,8 +26,12 @@ import warnings
 from typing import Any, Callable, Sequence
 
 from lattice import meet, minimum, sort_key
-from ddflow.errors import StalledRunWarning
-from ddflow.updates import accumulate
+from ddflow.errors import GraphError, StalledRunWarning
+from ddflow.testing.checks import listed, takes, triples
+from ddflow.testing.oracle import accumulate, join_closure
+
+#: The ways `evaluate` feeds its inputs (see `evaluate`).
+SCHEDULES = ("once", "each", "reverse")
 
 
 def evaluate(build: Callable[..., Any], inputs: Sequence[Sequence[tuple]], *,
@@ -37,12 +41,33 @@ def evaluate(build: Callable[..., Any], inputs: Sequence[Sequence[tuple]], *,
              after_run: Callable[[int], Any] | None = None) -> list[tuple]:
     """The consolidated output of `build(*collections)` fed with `inputs`.
 
+    `inputs` is one list of `(data, time, diff)` triples per collection `build`
+    takes.  `schedule` decides how they arrive (the answer must not depend on it):
+
+    * `"once"`: everything at the least time, then `close()` and one `run()`;
+    * `"each"`: one update per `run()`, in time order, the sessions advancing as far
+      as the remaining updates allow, so frontiers move between runs; after every
+      run, an accumulation the capture declares final must never change later
+      (checked at the end: `AssertionError` naming the time);
+    * `"reverse"`: like `"each"`, the updates of equal time in reverse order.
+
     `engine`, if given, makes the engine to run on (a fresh one per call), e.g.
     `lambda: SparkEngine(spark)`; otherwise the local engine with `workers`.
     `after_run(n)`, with a stepwise schedule, is called after the `n`-th `run()`
     (from 0): say, to add operators to the running dataflow.
+
+    Misuse raises before anything runs: `GraphError` for an unknown `schedule` or a
+    `build` that cannot take one collection per input list, `DataError` for an update
+    that is not a `(data, time, diff)` triple (naming the input list).
     """
     from ddflow import Dataflow
+
+    if schedule not in SCHEDULES:
+        raise GraphError(f"evaluate: unknown schedule {schedule!r}; one of {SCHEDULES}")
+    inputs = [triples(inp, f"evaluate input {n}")
+              for n, inp in enumerate(listed(inputs, "evaluate's inputs"))]
+    takes(build, len(inputs), "evaluate's build",
+                 f"one collection per input list ({len(inputs)} given)")
 
     if time is None:
         first = next((u[1] for inp in inputs for u in inp), 0)
@@ -82,8 +107,6 @@ def evaluate(build: Callable[..., Any], inputs: Sequence[Sequence[tuple]], *,
             finals.record(cap)
             if after_run is not None:
                 after_run(n)
-    else:
-        raise ValueError(f"unknown schedule {schedule!r}")
     for s in sessions:
         s.close()
     df.run()
@@ -95,7 +118,7 @@ class _Finality:
     """Accumulations at times a capture called final, to check they never change."""
 
     def __init__(self, inputs: Sequence[Sequence[tuple]]) -> None:
-        from lattice import join_closure
+        # The oracle's own closure and accumulation: not the library's.
         self.times = join_closure({u[1] for inp in inputs for u in inp})
         self.seen: dict = {}
 

@@ -10,7 +10,10 @@ this module checks exactly those, plus the join of everything and any extra time
 test adds.  Under a partial order that closure holds times at which no input changed,
 which is where an engine that only emits at input times goes wrong.
 
-This module isolates the checking; it knows nothing of operators or engines.
+This module isolates the checking; it knows nothing of operators or engines, and
+shares no code with what it checks: its `accumulate` and `join_closure` are its own,
+written from the definitions (only the lattice's order and join, the definition of
+time itself, come from `lattice`).
 
 >>> from lattice import Product
 >>> inp = [("a", Product(0, 1), 1), ("b", Product(1, 0), 1), ("a", Product(1, 1), -1)]
@@ -24,11 +27,25 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from lattice import join, sort_key
+from lattice import join, less_equal, sort_key
 
-from ddflow.updates import accumulate, sorted_data, times_of
+from ddflow.testing.checks import listed, takes, triples
 
 Update = tuple[Any, Any, Any]
+
+
+def accumulate(updates: Iterable[Update], t: Any) -> dict:
+    """`data -> sum of diff over updates (data, s, diff) with s <= t`, zeros dropped:
+    the definition, one update at a time (deliberately not `ddflow.updates`'s).
+
+    >>> accumulate([("a", 0, 1), ("b", 1, 1), ("a", 2, -1)], 1)
+    {'a': 1, 'b': 1}
+    """
+    acc: dict = {}
+    for d, s, r in updates:
+        if less_equal(s, t):
+            acc[d] = acc.get(d, 0) + r
+    return {d: r for d, r in acc.items() if r}
 
 
 def join_closure(times: Iterable[Any]) -> set:
@@ -65,9 +82,17 @@ def _nonzero(m: Mapping[Any, Any]) -> dict:
     return {d: w for d, w in m.items() if w}
 
 
+def _sorted_data(data: Iterable[Any]) -> list:
+    data = list(data)
+    try:
+        return sorted(data)
+    except TypeError:       # mixed types: any stable order will do for a message
+        return sorted(data, key=lambda d: (type(d).__name__, repr(d)))
+
+
 def _describe(t: Any, expected: dict, actual: dict) -> str:
     diffs = []
-    for d in sorted_data(set(expected) | set(actual)):
+    for d in _sorted_data(set(expected) | set(actual)):
         e, a = expected.get(d, 0), actual.get(d, 0)
         if e != a:
             diffs.append(f"    {d!r}: expected {e!r}, got {a!r}")
@@ -85,7 +110,9 @@ def check_law(output: Sequence[Update], inputs: Sequence[Sequence[Update]],
     `extra_times`.  Zero multiplicities are ignored on both sides.
 
     `f` takes one dict `data -> multiplicity` (zeros dropped) per input and returns
-    a dict `data -> multiplicity`.  With no times at all there is nothing to check,
+    a dict `data -> multiplicity`; an `f` that cannot take that many raises
+    `GraphError`, an update that is not a `(data, time, diff)` triple `DataError`.
+    With no times at all there is nothing to check,
     except that the output accumulates to nothing.  Raises `AssertionError` naming the
     time, both accumulations and the entries that differ.
 
@@ -99,11 +126,12 @@ def check_law(output: Sequence[Update], inputs: Sequence[Sequence[Update]],
       differing entries:
         'A': expected 1, got 0
     """
-    output = list(output)
-    inputs = [list(i) for i in inputs]
-    times = times_of(output)
+    output = triples(output, "output")
+    inputs = [triples(i, f"input {n}") for n, i in enumerate(listed(inputs, "inputs"))]
+    takes(f, len(inputs), "check_law's f", "one dict per input")
+    times = {u[1] for u in output}
     for inp in inputs:
-        times |= times_of(inp)
+        times |= {u[1] for u in inp}
     check = join_closure(times)
     if times:
         top = None
@@ -123,4 +151,4 @@ def check_law(output: Sequence[Update], inputs: Sequence[Sequence[Update]],
             raise AssertionError(_describe(t, expected, actual))
 
 
-__all__ = ["join_closure", "accumulate_all", "check_law"]
+__all__ = ["join_closure", "accumulate", "accumulate_all", "check_law"]

@@ -14,6 +14,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from lattice import AltNeu, Antichain, Product
+from ddflow.errors import GraphError
 
 TIME_KINDS = ("int", "product", "product3", "altneu")
 
@@ -29,7 +30,7 @@ def times(kind: str = "product", max_value: int = 3) -> st.SearchStrategy[Any]:
         return st.builds(Product, st.builds(Product, c, c), c)
     if kind == "altneu":
         return st.builds(AltNeu, st.builds(Product, c, c), st.booleans())
-    raise ValueError(f"unknown time kind {kind!r}; expected one of {TIME_KINDS}")
+    raise GraphError(f"unknown time kind {kind!r}; expected one of {TIME_KINDS}")
 
 
 def grid(kind: str, max_value: int) -> list[Any]:
@@ -48,7 +49,7 @@ def grid(kind: str, max_value: int) -> list[Any]:
         return [Product(Product(a, b), c) for a in r for b in r for c in r]
     if kind == "altneu":
         return [AltNeu(Product(a, b), n) for a in r for b in r for n in (False, True)]
-    raise ValueError(f"unknown time kind {kind!r}; expected one of {TIME_KINDS}")
+    raise GraphError(f"unknown time kind {kind!r}; expected one of {TIME_KINDS}")
 
 
 def minimum_of(kind: str) -> Any:

@@ -228,13 +228,20 @@ def test_rollback_then_withdraw_matches_a_run_without_the_culprit(inp, case, at)
                 if less_equal(s.time, low):
                     s.advance_to(low)      # earlier times complete: state builds up
             df.run()
+            # Compared after every run, not only after close(): a rollback that
+            # forgot what operators were told (their frontiers) answers right in
+            # the end and wrong, or late, in between (mutation testing).
+            steps.append((cap.updates, cap.frontier))
         s.close()
         df.run()
         assert cap.frontier.is_empty()
         return cap.updates
 
+    steps: list = []
     clean = drive(inp, poison_at=-1)
+    clean_steps, steps = steps, []
     assert drive(inp, poison_at=at) == clean
+    assert steps == clean_steps
 
 
 def test_rollback_resets_derived_caches_downstream_of_arrangements():
@@ -310,3 +317,31 @@ def test_diffs_made_by_user_functions_are_checked():
         with pytest.raises(DiffError) as err:
             df.run()
         assert err.value.operator == "ex" and err.value.record == 1
+
+
+@pytest.mark.parametrize("engine", ["local", "w3", "bsp"])
+def test_a_rollback_restores_what_operators_were_told(engine):
+    """A failed step that moved an input's frontier told a reduce the new frontier
+    before failing downstream; the rollback must take that back too, or the retry
+    (the same frontier, no new data for the reduce) never tells it again and the
+    answer at the completed time stays short until close() (mutation testing:
+    `Worker.rollback` not restoring `told` survived every comparison after close())."""
+    from ddflow.engine.bsp import InProcessShards
+    from ddflow.engine.local import LocalEngine
+    make = {"local": LocalEngine, "w3": lambda: LocalEngine(workers=3),
+            "bsp": lambda: InProcessShards(2)}[engine]
+    df = ddflow.Dataflow(engine=make())
+    s, c = df.new_collection("words")
+    out = c.count().map(lambda wc: 1 // 0 if wc[0] == "poison" else wc, name="guard").capture()
+    s.insert("a")
+    s.advance_to(1)
+    df.run()
+    s.insert("b")
+    df.run()                        # "b" reaches the count, incomplete (frontier 1)
+    s.insert("poison")
+    s.advance_to(2)
+    with pytest.raises(UserFunctionError) as err:
+        df.run()                    # the count is told 2 and emits; the guard fails
+    s.discard(err.value)
+    df.run()                        # the same frontier, nothing new for the count
+    assert out.at(1) == {("a", 1): 1, ("b", 1): 1}

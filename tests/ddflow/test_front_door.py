@@ -401,3 +401,45 @@ def test_circuit_numeric_arguments_are_checked(call, says):
     assert says in str(err.value) and circuit.nodes == []
     circuit.run(Tick(2))
     assert circuit.time == 2
+
+
+def test_dir_lists_public_names_and_subpackages_only():
+    """`dir(ddflow)` is what a user may reach: the front door, the errors, the
+    subpackages (each reachable by attribute), not the module's machinery."""
+    import importlib
+    names = dir(ddflow)
+    for gone in ("Any", "annotations", "_LAZY", "_REGISTRARS", "_SUBMODULES"):
+        assert gone not in names
+    assert set(ddflow.__all__) <= set(names)
+    assert set(ddflow.errors.__all__) <= set(names)
+    for sub in ("algorithms", "testing", "viz", "engine", "circuit", "errors"):
+        assert sub in names
+        assert getattr(ddflow, sub) is importlib.import_module(f"ddflow.{sub}")
+    assert all(not n.startswith("_") or n == "__version__" for n in names)
+    assert callable(ddflow.algorithms.reachability)
+    for name in names:
+        getattr(ddflow, name)       # every listed name resolves
+
+
+def test_a_convergence_error_names_the_loop_as_built_not_its_second_variable():
+    """A loop built as `iterate(..., name="walks")` with a second `Variable("odd")`
+    that never converges: the error names the loop 'walks' (and the variable)."""
+    df = ddflow.Dataflow()
+    s, roots = df.new_collection("roots")
+
+    def walks(even):
+        odd = ddflow.Variable(even.scope, name="odd")
+        odd.set(odd.collection.map(lambda v: v + 1).concat(even).distinct())
+        return even.concat(odd.collection.filter(lambda v: v < 0))
+    out = roots.iterate(walks, max_rounds=6, name="walks").capture()
+    s.insert(0)
+    s.advance_to(1)
+    with pytest.raises(ddflow.ConvergenceError) as info:
+        df.run()
+    err = info.value
+    assert err.operator == "walks"
+    assert "iterate loop 'walks' (variable 'odd') did not converge" in str(err)
+    assert [(x.name, d) for x, d, _t, _r in err.inputs] == [("roots", 0)]
+    s.discard(err)
+    df.run()
+    assert out.at(0) == {}

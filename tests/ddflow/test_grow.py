@@ -476,3 +476,65 @@ def test_an_arrangement_dropped_with_its_reader_is_built_afresh():
     df.run()
     assert not kv.arrange_by_key().node.dropped
     assert again.at(2) == {(1, (x, y)): 1 for x in "ab" for y in "ab"}
+
+
+def _spin(x):
+    """A loop body that never converges on the record 'spin'."""
+    return x.map(lambda w: w + "!" if w.startswith("spin") else w).distinct()
+
+
+#: New questions that fail on data the dataflow already holds (so on the import):
+#: no pending update is to blame, so the way out is `drop`.
+FAILING = {
+    "user_function": (lambda c: c.map(lambda w: 1 // (len(w) - 4), name="bad"),
+                      UserFunctionError),
+    "convergence": (lambda c: c.iterate(_spin, max_rounds=8, name="spinner"),
+                    ddflow.ConvergenceError),
+}
+
+
+@pytest.mark.parametrize("how", sorted(FAILING))
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_a_failed_new_question_does_not_poison_the_dataflow(engine, how):
+    """A question added after run() that fails on the loaded data is rolled back with
+    its import; dropping it leaves the plan consistent: the old answers go on, and a
+    new question afterwards answers like a fresh dataflow (issue 24, case 1)."""
+    build, error = FAILING[how]
+    df = ddflow.Dataflow(engine=ENGINES[engine]())
+    s, c = df.new_collection("words")
+    counts = c.count().capture()
+    for w in ("spin", "word", "abc"):
+        s.insert(w)
+    s.advance_to(1)
+    df.run()
+    bad = build(c).capture()
+    s.advance_to(2)                 # the loaded data completes: the question runs
+    with pytest.raises(error):
+        df.run()
+    with pytest.raises(error):      # still failing: the import was kept, not lost
+        df.run()
+    df.drop(bad)
+    df.run()
+    assert counts.at(1) == {("spin", 1): 1, ("word", 1): 1, ("abc", 1): 1}
+    s.remove("abc")
+    s.insert("more")
+    s.advance_to(3)
+    df.run()
+    lengths = c.map(len).capture()
+    s.insert("x")
+    s.advance_to(4)
+    df.run()
+    assert counts.at(3) == {("spin", 1): 1, ("word", 1): 1, ("more", 1): 1, ("x", 1): 1}
+    assert counts.is_final(3) and lengths.is_final(3)
+    assert lengths.at(3) == {4: 3, 1: 1}
+    # A second failing question, dropped too, and the dataflow still runs.
+    bad2 = build(c).capture()
+    s.advance_to(5)
+    with pytest.raises(error):
+        df.run()
+    df.drop(bad2)
+    s.remove("x")
+    s.advance_to(6)
+    df.run()
+    assert lengths.at(5) == {4: 3}
+    assert counts.at(5) == {("spin", 1): 1, ("word", 1): 1, ("more", 1): 1}

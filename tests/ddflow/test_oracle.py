@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ddflow.testing import accumulate_all, check_law, join_closure, times, updates
+from ddflow.errors import DataError, DataflowError, GraphError
+from ddflow.testing import (accumulate_all, check_law, evaluate, join_closure, keyed_updates,
+                            times, updates)
 from ddflow.updates import accumulate, zset
 from lattice import Product, join, less_equal
 
@@ -123,3 +125,68 @@ def test_oracle_closure_agrees_with_lattice_closure(ts):
     """The oracle's join-closure and the one reduce uses are written apart; they agree."""
     import lattice
     assert join_closure(ts) == lattice.join_closure(ts)
+
+
+# -- misuse of ddflow.testing, and its independence (issue 24) -------------------------
+
+def test_the_oracle_shares_no_code_with_the_library():
+    import ddflow.testing.harness as harness
+    import ddflow.testing.oracle as oracle
+    import ddflow.updates
+    import lattice
+    for module in (oracle, harness):
+        borrowed = [name for name, value in vars(module).items()
+                    if value is ddflow.updates
+                    or getattr(value, "__module__", None) == "ddflow.updates"
+                    or value is lattice.join_closure]
+        assert not borrowed, (module.__name__, borrowed)
+    assert harness.accumulate is oracle.accumulate is not accumulate
+    assert harness.join_closure is oracle.join_closure
+
+
+@given(u=updates("product"), t=times("product"))
+def test_the_oracles_accumulate_agrees_with_the_library(u, t):
+    from ddflow.testing.oracle import accumulate as own
+    assert own(u, t) == accumulate(u, t)
+
+
+@pytest.mark.parametrize("call, error, says", [
+    (lambda: check_law([], [[]], lambda a, b: {}), GraphError,
+     "check_law's f takes one dict per input: it is called with 1"),
+    (lambda: check_law([], [[], []], lambda a: {}), GraphError, "called with 2"),
+    (lambda: check_law([], [[]], "upper"), GraphError, "must be a function"),
+    (lambda: check_law([("a", 0)], [[]], lambda a: {}), DataError,
+     "output: updates are (data, time, diff) triples, got ('a', 0)"),
+    (lambda: check_law([], [[("a", 0, 1, 5)]], lambda a: {}), DataError, "input 0"),
+    (lambda: check_law([], 5, lambda: {}), DataError, "inputs must be a list"),
+    (lambda: evaluate(lambda a, b: a.concat(b), [[(1, 0, 1)]]), GraphError,
+     "evaluate's build takes one collection per input list (1 given)"),
+    (lambda: evaluate(lambda a: a, [[(1, 0)]]), DataError,
+     "evaluate input 0: updates are (data, time, diff) triples, got (1, 0)"),
+    (lambda: evaluate(lambda a: a, [(1, 0, 1)]), DataError, "evaluate input 0: updates are"),
+    (lambda: evaluate(lambda a: a, [[(1, 0, 1)]], schedule="random"), GraphError,
+     "unknown schedule 'random'"),
+    (lambda: updates("product", nonnegative=1), GraphError, "nonnegative must be True"),
+    (lambda: times("lexicographic"), GraphError, "unknown time kind"),
+])
+def test_misuse_of_the_testing_tools_is_a_typed_error(call, error, says):
+    with pytest.raises(error) as info:
+        call()
+    assert isinstance(info.value, DataflowError)
+    assert says in str(info.value), str(info.value)
+
+
+@settings(max_examples=200)
+@given(u=updates("product", nonnegative=True), kv=keyed_updates("int", nonnegative=True))
+def test_nonnegative_strategies_never_accumulate_below_zero(u, kv):
+    from ddflow.testing.times import grid
+    for ups, kind in ((u, "product"), (kv, "int")):
+        for t in grid(kind, 3):
+            assert all(r > 0 for r in accumulate(ups, t).values()), (ups, t)
+    assert all(r != 0 for _d, _t, r in u)
+
+
+def test_nonnegative_strategies_still_retract():
+    from hypothesis import find
+    found = find(updates("product", nonnegative=True), lambda us: any(r < 0 for *_x, r in us))
+    assert len(found) == 2 and found[0][2] == -found[1][2]

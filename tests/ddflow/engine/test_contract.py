@@ -60,8 +60,10 @@ def drive(engine: typing.Any) -> dict:
 
     s.insert(13)                         # a failing step: rolled back, updates kept
     s.advance_to(2)
-    with pytest.raises(UserFunctionError):
+    with pytest.raises(UserFunctionError) as err:
         df.run()
+    # What the step failed on, found by trials (`run(df, taken, keep=False)`).
+    assert [(x.name, d, t, r) for x, d, t, r in err.value.inputs] == [("xs", 13, 1, 1)]
     assert s.pending == [(13, 1, 1)]
     assert counts.updates == seen["first"]
     assert s.discard(13) == [(13, 1, 1)]

@@ -1,0 +1,165 @@
+"""An error of a `run()` names the pending updates it comes from (`err.inputs`), and
+`discard(err)` withdraws exactly those: through fused chains, joins and loops, on
+every in-process engine (issue 24, case 2).  The error's `record` and `time` are what
+the failing operator saw; the recipe never uses them.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import ddflow
+from ddflow import ConvergenceError, DataError, NothingDiscardedWarning, UserFunctionError
+from ddflow.engine.bsp import InProcessShards
+from ddflow.engine.local import LocalEngine
+from lattice import Product
+
+ENGINES = {
+    "local": lambda: LocalEngine(),
+    "w3": lambda: LocalEngine(workers=3),
+    "bsp": lambda: InProcessShards(3),
+}
+
+pytestmark = pytest.mark.parametrize("engine", sorted(ENGINES))
+
+
+def _df(engine):
+    return ddflow.Dataflow(engine=ENGINES[engine]())
+
+
+def _inputs(err):
+    return sorted(((s.name, d, t, r) for s, d, t, r in err.inputs), key=repr)
+
+
+def test_a_fused_chain_blames_the_session_update_not_the_record_seen(engine):
+    df = _df(engine)
+    s, c = df.new_collection("n")
+    out = c.map(lambda x: x + 1).map(lambda y: 10 // (y - 5)).capture()
+    for x in (1, 4, 5, 7):
+        s.insert(x)
+    s.advance_to(1)
+    with pytest.raises(UserFunctionError) as info:
+        df.run()
+    err = info.value
+    assert err.record == 5                      # what the second function received
+    assert _inputs(err) == [("n", 4, 0, 1)]     # what the session holds
+    assert "n: (4, 0, 1)" in str(err) and "discard(err)" in str(err)
+    assert s.discard(err) == [(s, 4, 0, 1)]
+    assert (5, 0, 1) in s.pending               # the innocent 5 stays
+    df.run()
+    assert out.at(0) == {-4: 1, 10: 1, 3: 1}
+
+
+def test_a_join_blames_the_pending_side_not_the_committed_one(engine):
+    df = _df(engine)
+    a_in, a = df.new_collection("a")
+    b_in, b = df.new_collection("b")
+    out = a.join_map(b, lambda k, x, y: k // (x - y)).capture()
+    a_in.insert((1, 3)); b_in.insert((1, 1))
+    for s in (a_in, b_in):
+        s.advance_to(1)
+    df.run()
+    b_in.insert((1, 3)); b_in.insert((2, 3)); a_in.insert((2, 5))
+    for s in (a_in, b_in):
+        s.advance_to(2)
+    with pytest.raises(UserFunctionError) as info:
+        df.run()
+    assert _inputs(info.value) == [("b", (1, 3), 1, 1)]
+    df.discard(info.value)
+    df.run()
+    assert out.at(1) == {0: 1, 1: 1}
+
+
+def test_a_loop_blames_the_outer_update_though_the_error_is_at_a_round(engine):
+    df = _df(engine)
+    e_in, e = df.new_collection("edges")
+    roots = e.filter(lambda x: x[0] == 1).map(lambda x: x[0]).distinct()
+
+    def body(r):
+        hop = e.enter(r.scope).semijoin(r).map(lambda kv: kv[1] + 0 // (kv[1] - 9))
+        return hop.concat(roots.enter(r.scope)).distinct()
+    reach = roots.iterate(body, name="walks").capture()
+    for x in ((1, 2), (2, 3), (5, 6)):
+        e_in.insert(x)
+    e_in.advance_to(1)
+    df.run()
+    e_in.insert((3, 9)); e_in.insert((6, 9))
+    e_in.advance_to(2)
+    with pytest.raises(UserFunctionError) as info:
+        df.run()
+    err = info.value
+    assert isinstance(err.time, Product) and err.time.inner == 2    # a round, not a session time
+    assert _inputs(err) == [("edges", (3, 9), 1, 1)]    # (6, 9) is never reached
+    e_in.discard(err)
+    assert e_in.pending == [((6, 9), 1, 1)]
+    df.run()
+    assert reach.at(1) == {1: 1, 2: 1, 3: 1}
+
+
+def test_a_loop_that_does_not_converge_blames_what_made_it_grow(engine):
+    df = _df(engine)
+    w_in, w = df.new_collection("words")
+    out = w.iterate(lambda x: x.map(lambda s: s + "!" if s.startswith("grow") else s)
+                    .distinct(), max_rounds=10, name="grower").capture()
+    for x in ("a", "grow", "b"):
+        w_in.insert(x)
+    w_in.advance_to(1)
+    with pytest.raises(ConvergenceError) as info:
+        df.run()
+    assert _inputs(info.value) == [("words", "grow", 0, 1)]
+    w_in.discard(info.value)
+    df.run()
+    assert out.at(0) == {"a": 1, "b": 1}
+
+
+def test_a_new_question_failing_on_loaded_data_blames_no_pending_update(engine):
+    df = _df(engine)
+    s, c = df.new_collection("n")
+    c.capture()
+    for x in (1, 3):
+        s.insert(x)
+    s.advance_to(1)
+    df.run()
+    bad = c.map(lambda x: 1 // (x - 3)).capture()
+    s.insert(7)
+    s.advance_to(2)
+    with pytest.raises(UserFunctionError) as info:
+        df.run()
+    assert info.value.inputs == ()
+    assert "drop() it" in str(info.value)
+    with pytest.warns(NothingDiscardedWarning, match="drop"):
+        assert s.discard(info.value) == []
+    assert s.pending == [(7, 1, 1)]
+    df.drop(bad)
+    df.run()
+    again = c.map(lambda x: x * 2).capture()
+    s.advance_to(3)
+    df.run()
+    assert again.at(2) == {2: 1, 6: 1, 14: 1}
+
+
+def test_discard_that_matches_nothing_warns_and_a_stale_error_is_refused(engine):
+    df = _df(engine)
+    s, c = df.new_collection("n")
+    c.map(lambda x: 1 // x).capture()
+    s.insert(0)
+    s.insert(2)
+    s.advance_to(1)
+    with pytest.raises(UserFunctionError) as info:
+        df.run()
+    with pytest.warns(NothingDiscardedWarning, match="pending updates at 0"):
+        assert s.discard(0, 5) == []
+    with pytest.warns(NothingDiscardedWarning, match="has none"):
+        assert s.discard("zzz") == []
+    assert s.pending == [(0, 0, 1), (2, 0, 1)]
+    assert s.discard(0, 0, 1) == [(0, 0, 1)]
+    with pytest.raises(DataError, match="not pending") as stale:
+        s.discard(info.value)                   # withdrawn already
+    assert stale.value.record == 0 and s.pending == [(2, 0, 1)]
+    with pytest.raises(DataError, match="names the pending updates"):
+        df.discard(DataError("not from a run"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        df.run()
