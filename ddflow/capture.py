@@ -43,7 +43,7 @@ from typing import Any
 from lattice import Antichain, DataflowError, as_time, less_equal, same_lattice, sort_key
 from ddflow import frames
 from ddflow.errors import GraphError, NotFinalError, TimeError
-from ddflow.graph import Node
+from ddflow.graph import Node, cone
 from ddflow.updates import (accumulate, consolidate, fallback_key, sort_updates_ordered,
                             sorted_data)
 from operators.capture import Cursor
@@ -278,7 +278,7 @@ class Capture:
         outer = time
         for _ in range(self.node.scope.depth):
             outer = outer[0]            # a loop's time: Product(outer time, round)
-        upstream = _upstream(self.node)
+        upstream = {id(n) for n in cone(self.node)}
         holding = [s.name for s in self.dataflow.sessions
                    if id(s.node) in upstream and not s.closed and less_equal(s.time, outer)]
         if holding:
@@ -526,19 +526,6 @@ class Capture:
             _require(self._by_time == by_time, "the changes per time differ from the records")
         if self._undrained is not None:
             _require(all(self._undrained.values()), "a zero diff is kept undrained")
-
-
-def _upstream(node: Any) -> set[int]:
-    """The ids of the nodes `node` reads from, directly or not."""
-    seen: set[int] = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        for p in n.inputs:
-            if id(p) not in seen:
-                seen.add(id(p))
-                stack.append(p)
-    return seen
 
 
 def _entries(records: dict) -> dict[tuple, Any]:

@@ -48,7 +48,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from lattice import Product, join, less_equal
-from ddflow.graph import Node, Scope
+from ddflow.graph import Node, Scope, cone
 from operators.capture import CaptureOp
 from ddflow.errors import GraphError, TimeError
 
@@ -98,20 +98,6 @@ class Explanation:
 
 
 # -- the copy ---------------------------------------------------------------------
-
-def cone(node: Any) -> list:
-    """The nodes `node` reads from, directly or not (through loop feedback too),
-    itself included, in the dataflow's order."""
-    seen = {id(node)}
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        for p in n.inputs:
-            if id(p) not in seen:
-                seen.add(id(p))
-                stack.append(p)
-    return [n for n in node.dataflow.nodes if id(n) in seen]
-
 
 def input_labels(nodes: Iterable[Any]) -> dict[int, Any]:
     """`{id(input node): label}` for the inputs among `nodes`: its name, or, when

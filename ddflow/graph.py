@@ -169,6 +169,20 @@ class Node:
 
 # -- the rewrites --------------------------------------------------------------------
 
+def cone(node: Node) -> list[Node]:
+    """The nodes `node` reads from, directly or not (through loop feedback too),
+    itself included, in the graph's order."""
+    seen = {id(node)}
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        for p in n.inputs:
+            if id(p) not in seen:
+                seen.add(id(p))
+                stack.append(p)
+    return [n for n in node.dataflow.nodes if id(n) in seen]
+
+
 def prepare(graph: Graph, start: int = 0) -> None:
     """What the front door does to its graph before compiling it: refuse an unset
     Variable (before touching anything), then fuse linear chains if asked.  With

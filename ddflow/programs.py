@@ -427,7 +427,7 @@ def _check_final(derived: Any, time: Any) -> None:
     has made `time` final and handed its updates there to the engine (as
     `Capture.explain` requires of its time)."""
     from ddflow.errors import NotFinalError
-    from ddflow.explain import cone
+    from ddflow.graph import cone
     from lattice import less_equal
     df = derived.dataflow
     upstream = {id(n) for rel in derived.given.values() for n in cone(rel.node)}
