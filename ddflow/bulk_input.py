@@ -24,6 +24,7 @@ import numpy as np
 from lattice import as_time, less_equal, same_lattice
 from ddflow.diff import check_diff
 from ddflow.errors import DataError, DiffError, TimeError
+from ddflow.updates import NOT_SELF_EQUAL, not_self_equal
 
 #: numpy kinds whose elements are hashable plain values once `tolist()`ed.
 _PLAIN_KINDS = "iubfUS"
@@ -88,6 +89,10 @@ def _checked_hashable(records: list, name: str) -> list:
             except TypeError as exc:
                 raise DataError(f"row {i}: data must be hashable ({exc}); use tuples, "
                                 "not lists or dicts", operator=name, record=r) from exc
+    for i, r in enumerate(records):     # as update_at refuses it, one record at a time
+        kind = type(r)
+        if kind is not int and kind is not str and not_self_equal(r):
+            raise DataError(f"row {i}: {NOT_SELF_EQUAL}", operator=name, record=r)
     return records
 
 

@@ -364,11 +364,15 @@ def checked_update(name: str, session_time: Any, data: Any, time: Any, diff: Any
         raise DataError(f"data must be hashable ({exc}); use tuples, not lists or dicts",
                         operator=name, record=data, time=time) from exc
     if not_self_equal(data):
-        raise DataError("data must equal itself, and this record holds a NaN (or another "
-                        "value unequal to itself): its updates would never cancel, nor "
-                        "meet in a join or a count; map NaN to None or drop it first",
-                        operator=name, record=data, time=time)
+        raise DataError(NOT_SELF_EQUAL, operator=name, record=data, time=time)
     return data, time, check_diff(diff, operator=name, record=data, time=time)
+
+
+#: Why a record holding a value unequal to itself is refused (sessions, one at a
+#: time or in bulk).
+NOT_SELF_EQUAL = ("data must equal itself, and this record holds a NaN (or another value "
+                  "unequal to itself): its updates would never cancel, nor meet in a join "
+                  "or a count; map NaN to None or drop it first")
 
 
 def not_self_equal(data: Any) -> bool:

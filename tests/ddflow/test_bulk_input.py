@@ -61,11 +61,19 @@ def test_results_match_one_at_a_time():
     assert answers[0] == answers[1] and answers[0]
 
 
+_NAN = float("nan")       # one object: records holding it compare equal by identity
+
+
 @pytest.mark.parametrize("call, error, match, record, time", [
     (lambda s: s.update_many([(1,), [2], (3,)]), DataError, "row 1: data must be hashable",
      [2], None),
     (lambda s: s.update_many(np.array([1.0, np.nan])), DataError, "row 1: NaN", np.nan,
      None),
+    # NaN inside a record of a sequence or an object array, refused as update_at does
+    (lambda s: s.update_many([(3, 4), (4, _NAN)]), DataError, "row 1: data must equal itself",
+     (4, _NAN), None),
+    (lambda s: s.update_many(np.array([1, frozenset({_NAN})], dtype=object)), DataError,
+     "row 1: data must equal itself", frozenset({_NAN}), None),
     (lambda s: s.update_many(np.array([1, 2, 3]), times=np.array([5, 1, 7])), TimeError,
      "row 1: update at 1 is not in advance", 2, 1),
     (lambda s: s.update_many([1, 2, 3], times=[5, 5, 0]), TimeError,
