@@ -92,7 +92,8 @@ def _search(df: Any, sessions: list, pending: list, guesses: list) -> list[int]:
 
     everything = list(range(len(pending)))
     for guess in guesses:
-        if runs([n for n in everything if n not in set(guess)]):
+        withdrawn = set(guess)
+        if runs([n for n in everything if n not in withdrawn]):
             return guess
     if not runs([]):
         return []                           # it fails with no pending update at all
