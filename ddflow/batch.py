@@ -242,6 +242,8 @@ def _merge_columns(batches: list[Batch], since: Antichain | None) -> Batch | Non
         if frontier is None:
             return None
     merged = columnar.merge(parts, frontier)
+    if merged is None:
+        return None
     n = len(merged)
     return Batch(batches[0].lower, batches[-1].upper, _merged_since(batches, since),
                  None if n else {}, n, merged if n else None)

@@ -142,13 +142,18 @@ def times_of(times: Any, n: int, session_time: Any, records: list,
         seen: dict = {}
         for i, t in enumerate(times):
             # Each distinct time is checked once (a load has few); the first row
-            # holding a bad one is named.
+            # holding a bad one is named.  Keyed by type too: True == 1 == 1.0, but
+            # only the int is a time.
             try:
-                ok = seen.get(t)
+                ok = seen.get((type(t), t))
             except TypeError:
                 ok = None
             if ok is None:
-                ok = seen[t] = _checked_time(t, session_time, records[i], name, i)
+                ok = _checked_time(t, session_time, records[i], name, i)
+                try:
+                    seen[(type(t), t)] = ok
+                except TypeError:
+                    pass
             times[i] = ok
         return times
     return _checked_time(times, session_time, records[0] if records else None, name, None)

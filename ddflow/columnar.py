@@ -238,7 +238,7 @@ def _encode_parts(keys: Sequence[Any], vals: Sequence[Any] | None, times: Sequen
         d = np.array(diffs, dtype=np.int64)
     except OverflowError:
         return None
-    if int(np.abs(d).max()) >= _DIFF_LIMIT // max(n, 1):
+    if _abs_max(d) >= _DIFF_LIMIT // max(n, 1):
         return None
     cols = Columns(k[0], v[0], t[0], d, k[1], v[1], t[1])
     return consolidate(cols) if sort else cols
@@ -322,8 +322,17 @@ def in_advance_of(times: np.ndarray, frontier: np.ndarray) -> np.ndarray:
     return out
 
 
-def merge(parts: Sequence[Columns], frontier: np.ndarray | None) -> Columns:
-    """The consolidated sum of `parts` (one layout), times advanced by `frontier`."""
+def _abs_max(diffs: np.ndarray) -> int:
+    """The largest |diff|, as a Python int (`np.abs` of -2**63 stays negative)."""
+    return max(-int(diffs.min()), int(diffs.max())) if len(diffs) else 0
+
+
+def merge(parts: Sequence[Columns], frontier: np.ndarray | None) -> Columns | None:
+    """The consolidated sum of `parts` (one layout), times advanced by `frontier`;
+    None when a sum could leave int64 (each part was bounded alone, not their sum):
+    the caller merges rows, in Python ints."""
+    if sum(_abs_max(p.diffs) * len(p) for p in parts) >= _DIFF_LIMIT:
+        return None
     first = parts[0]
     times = np.concatenate([p.times for p in parts])
     if frontier is not None:
@@ -427,7 +436,11 @@ def join_pairs(left: Columns, right: Columns) -> tuple[np.ndarray, np.ndarray, n
     starts = np.cumsum(counts) - counts
     ri = np.arange(total) - np.repeat(starts - lo, counts)
     times = np.maximum(left.times[li], right.times[ri])
-    diffs = left.diffs[li] * right.diffs[ri]
+    if _abs_max(left.diffs) * _abs_max(right.diffs) >= _DIFF_LIMIT:
+        # A product could leave int64 (numpy would wrap it silently): Python ints.
+        diffs = left.diffs[li].astype(object) * right.diffs[ri].astype(object)
+    else:
+        diffs = left.diffs[li] * right.diffs[ri]
     return li, ri, times, diffs
 
 

@@ -427,8 +427,11 @@ def latest_final_of(df: Any) -> Any:
         if min(open_times) == least:
             raise TimeError("nothing is final yet: advance the inputs and run()")
         return min(open_times) - 1
+    # `history_updates()`: an input keeps its compacted history in columns, and
+    # `history` then holds only what arrived since.
     times = [u[1] for s in df.sessions for op in df.engine.operators(s.node)
-             for u in getattr(op, "history", ())]
+             for u in (op.history_updates() if hasattr(op, "history_updates")
+                       else getattr(op, "history", ()))]
     return max(times, default=least)
 
 

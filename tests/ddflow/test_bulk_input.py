@@ -76,6 +76,7 @@ _NAN = float("nan")       # one object: records holding it compare equal by iden
      "row 1: data must equal itself", frozenset({_NAN}), None),
     (lambda s: s.update_many(np.array([1, 2, 3]), times=np.array([5, 1, 7])), TimeError,
      "row 1: update at 1 is not in advance", 2, 1),
+    (lambda s: s.update_many([1, 2], times=[3, True]), TimeError, "row 1: True", 2, True),
     (lambda s: s.update_many([1, 2, 3], times=[5, 5, 0]), TimeError,
      "row 2: update at 0", 3, 0),
     (lambda s: s.update_many([1, 2], times=[Product(3, 0), 4]), TimeError,

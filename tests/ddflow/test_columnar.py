@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
+import ddflow
 from ddflow import columnar
 from ddflow.batch import Batch, merge_batches
 from ddflow.errors import BatchError
@@ -132,3 +133,61 @@ def test_columnar_check_catches_a_broken_layout():
     b.cols.vals[:, 0] = np.array([3, 2])
     with pytest.raises(AssertionError, match="not sorted"):
         b._check()
+
+
+# -- diffs past int64: the columns decline, the answers stay exact (a review found
+# the join's product and a merge's sum wrapping silently in numpy) -------------------
+
+def _both(run):
+    """`run()` in rows and in columns from the first update; the two answers."""
+    old = columnar.set_columnar_min(None)
+    try:
+        rows = run()
+        columnar.set_columnar_min(0)
+        return rows, run()
+    finally:
+        columnar.set_columnar_min(old)
+
+
+def test_a_join_whose_diff_products_leave_int64_stays_exact():
+    def run():
+        df = ddflow.Dataflow()
+        a_in, a = df.new_collection("a")
+        b_in, b = df.new_collection("b")
+        out = a.join(b).capture()
+        a_in.update((1, 10), 2**32)
+        b_in.update((1, 20), 2**32)
+        a_in.advance_to(1); b_in.advance_to(1); df.run()
+        a_in.update((1, 11), 2**32)         # a delta against b's stored columns
+        a_in.advance_to(2); b_in.advance_to(2); df.run()
+        return sorted(out.updates, key=repr)
+    rows, cols = _both(run)
+    assert rows == cols == [((1, (10, 20)), 0, 2**64), ((1, (11, 20)), 1, 2**64)]
+
+
+@pytest.mark.parametrize("diffs, total", [([2**61] * 4, 2**63), ([-2**63, -1], -2**63 - 1)])
+def test_merged_sums_that_leave_int64_stay_exact(diffs, total):
+    def run():
+        df = ddflow.Dataflow()
+        a_in, a = df.new_collection("a")
+        cap = a.count().capture()
+        for e, d in enumerate(diffs):
+            a_in.update(7, d)
+            a_in.advance_to(e + 1); df.run()
+        return cap.at(len(diffs) - 1)
+    rows, cols = _both(run)
+    assert rows == cols == {(7, total): 1}
+
+
+def test_why_after_the_inputs_close_reads_the_columnar_history():
+    def run():
+        df = ddflow.Dataflow()
+        e_in, e = df.new_collection("e")
+        out = ddflow.datalog("p(x, y) :- e(x, y).", e=e)
+        e_in.insert_many([(i, i + 1) for i in range(50)])
+        e_in.advance_to(1); df.run()
+        e_in.insert_many([(i, i + 2) for i in range(101)])
+        e_in.close(); df.run()
+        return str(out.why("p(7, 9)"))
+    rows, cols = _both(run)
+    assert rows == cols and "e(7, 9)" in cols
