@@ -4,21 +4,23 @@ What this isolates: the search for the updates to blame, by re-running the faile
 step on parts of its pending updates (engine trials: `engine.run(df, taken,
 keep=False)`, rolled back whatever happens; the sessions are not touched).
 Provenance by re-execution rather than by lineage kept in every operator: errors
-are rare, lineage would cost every record of every step.  It is the delta debugging of Zeller and Hildebrandt ("Simplifying and
-isolating failure-inducing input", TSE 2002) in its greedy form: updates are added
-chunk by chunk to a set known to run, a chunk that fails is halved until single
-updates are left, and those are the culprits.  One trial comes first: without the
-pending updates of the record the error names (what a first operator reading an
-input sees), when that lets the rest run, those are the culprits.
+are rare, lineage would cost every record of every step.  The search is the ddmin of
+Zeller and Hildebrandt ("Simplifying and isolating failure-inducing input", TSE
+2002) over the set withdrawn: chunks of the pending updates, then their complements,
+at growing granularity, until no smaller withdrawal lets the step run.  It assumes
+nothing about monotonicity: an update may cause a failure (a bad record) or prevent
+one (a second value a reduce's group needs, a retraction that mends a committed
+record), and both are blamed right.  One trial comes first: without the pending
+updates of the record the error names (what a first operator reading an input sees),
+when that lets the rest run, those are the culprits.
 
 The invariant it keeps, and what makes the recovery recipe true: the updates not
 blamed were run together in one successful trial, so once the blamed ones are
 withdrawn (`session.discard(err)`) the next `run()` does what that trial did (for
 user functions that are functions of their arguments).  It costs about
-`2 log2(n)` trials per culprit among `n` pending updates, each a whole step; past
-`MAX_TRIALS` the updates not yet tried are blamed as a whole (withdrawing them
-still lets the rest run).  User functions are called again in the trials, as they
-are when a step is retried.
+`2 log2(n)` trials for one culprit among `n` pending updates, each a whole step;
+past `MAX_TRIALS` the smallest withdrawal found to work so far is blamed.  User
+functions are called again in the trials, as they are when a step is retried.
 """
 
 from __future__ import annotations
@@ -64,40 +66,57 @@ def _guesses(err: DataflowError, pending: list) -> list[list[int]]:
 
 def _search(df: Any, sessions: list, pending: list, guesses: list) -> list[int]:
     """Indices into `pending` to blame (see the module's docstring): a guess whose
-    withdrawal lets the rest run, or else the greedy search."""
+    withdrawal lets the rest run, or else a smallest withdrawal found by `_ddmin`."""
     budget = [MAX_TRIALS]
-    good: list[int] = []
 
-    def runs(chosen: list[int]) -> bool:
+    def runs_without(withdrawn: list[int]) -> bool:
         budget[0] -= 1
+        out = set(withdrawn)
         by_session: dict = {id(s): [] for s in sessions}
-        for n in sorted(chosen):            # each session's updates in their order
-            by_session[id(pending[n][0])].append(pending[n][1])
+        for n, (s, u) in enumerate(pending):    # each session's updates in their order
+            if n not in out:
+                by_session[id(s)].append(u)
         try:
             df.engine.run(df, [(s, by_session[id(s)]) for s in sessions], keep=False)
             return True
         except DataflowError:
             return False
 
-    def search(chunk: list[int]) -> list[int]:
-        if budget[0] <= 0:
-            return chunk                    # out of trials: blamed as a whole
-        if runs(good + chunk):
-            good.extend(chunk)
-            return []
-        if len(chunk) == 1:
-            return chunk
-        mid = len(chunk) // 2
-        return search(chunk[:mid]) + search(chunk[mid:])
-
-    everything = list(range(len(pending)))
     for guess in guesses:
-        withdrawn = set(guess)
-        if runs([n for n in everything if n not in withdrawn]):
+        if runs_without(guess):
             return guess
-    if not runs([]):
-        return []                           # it fails with no pending update at all
-    if len(everything) == 1:
-        return everything                   # the failed step itself was the trial
-    mid = len(everything) // 2
-    return search(everything[:mid]) + search(everything[mid:])
+    if len(pending) == 1:
+        # The failed step itself was the trial with it; without it, does it run?
+        return [0] if runs_without([0]) else []
+    return _ddmin(list(range(len(pending))), runs_without, budget)
+
+
+def _ddmin(everything: list[int], runs_without: Any, budget: list[int]) -> list[int]:
+    """A 1-minimal set of updates whose withdrawal lets the step run (Zeller and
+    Hildebrandt's ddmin over the withdrawn set): chunks, then their complements, at
+    growing granularity.  Unlike adding updates one chunk at a time to a set known to
+    run, it does not assume an update can only cause a failure: a reduce whose group
+    is fine with two values and fails with one, or a pending retraction that mends a
+    committed record, is blamed right.  `[]` when no withdrawal found lets it run
+    (nothing pending is to blame); out of trials, the smallest valid set so far."""
+    valid = runs_without(everything)
+    blamed, n = everything, 2
+    while len(blamed) >= 2 and budget[0] > 0:
+        size = -(-len(blamed) // n)
+        chunks = [blamed[i:i + size] for i in range(0, len(blamed), size)]
+        for chunk in chunks:
+            if budget[0] > 0 and runs_without(chunk):
+                blamed, n, valid = chunk, 2, True
+                break
+        else:
+            for chunk in (chunks if n > 2 else []):
+                taken_out = set(chunk)
+                rest = [i for i in blamed if i not in taken_out]
+                if budget[0] > 0 and runs_without(rest):
+                    blamed, n, valid = rest, max(n - 1, 2), True
+                    break
+            else:
+                if n >= len(blamed):
+                    break
+                n = min(len(blamed), 2 * n)
+    return blamed if valid else []
