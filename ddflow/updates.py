@@ -388,7 +388,8 @@ def not_self_equal(data: Any) -> bool:
     kind = type(data)
     if kind is int or kind is str or data is None:
         return False
-    if kind is tuple or kind is frozenset:
+    if kind is tuple or kind is frozenset or isinstance(data, (tuple, frozenset)):
+        # (a namedtuple too: its equality takes identical items as equal like a tuple's)
         for x in data:          # (a loop, not any(map(...)): ints and strs cost no call)
             k = type(x)
             if k is not int and k is not str and not_self_equal(x):

@@ -241,3 +241,18 @@ def test_vector_diffs_consolidate():
     assert consolidate(u) == [("k", 0, DiffVector(2, 12))]
     assert accumulate(u, 0) == {"k": DiffVector(2, 12)}
     assert plus(u, negate(u)) == []
+
+
+def test_a_nan_inside_a_namedtuple_is_refused_at_the_session():
+    # A namedtuple's equality takes identical items as equal, like a tuple's, so the
+    # NaN inside must be found by walking it (a review found it accepted).
+    import collections
+    import ddflow
+    point = collections.namedtuple("point", "x y")
+    df = ddflow.Dataflow()
+    s, _ = df.new_collection("xs")
+    for record in (point(1, float("nan")), (1, point(2, float("nan")))):
+        with pytest.raises(ddflow.DataError, match="must equal itself"):
+            s.insert(record)
+    s.insert(point(1, 2.5))
+    assert s.pending == [(point(1, 2.5), 0, 1)]
