@@ -83,7 +83,16 @@ _SUBMODULES = ("algorithms", "circuit", "engine", "errors", "testing", "viz")
 def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
         import importlib
-        return importlib.import_module(f"ddflow.{name}")
+        try:
+            return importlib.import_module(f"ddflow.{name}")
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] in ("ddflow", "lattice", "operators"):
+                raise
+            # An optional dependency (hypothesis for `testing`) is missing.  An
+            # AttributeError, so that `help(ddflow)` and `inspect.getmembers`, which
+            # read every name `dir()` lists, skip it instead of failing.
+            raise AttributeError(f"ddflow.{name} needs {exc.name!r}, which is not "
+                                 f"installed (pip install {exc.name})") from exc
     if name in _LAZY:
         import importlib
         module, attr = _LAZY[name]

@@ -443,3 +443,17 @@ def test_a_convergence_error_names_the_loop_as_built_not_its_second_variable():
     s.discard(err)
     df.run()
     assert out.at(0) == {}
+
+
+def test_help_works_without_the_test_extra():
+    # dir(ddflow) lists `testing`, which needs hypothesis (the [test] extra); pydoc
+    # reads every listed name, so a missing optional dependency must not break it.
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['hypothesis'] = None\n"
+            "import pydoc, ddflow\n"
+            "assert 'Dataflow' in pydoc.render_doc(ddflow)\n"
+            "try:\n    ddflow.testing\nexcept AttributeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert "needs 'hypothesis'" in out.stdout
