@@ -181,7 +181,7 @@ class Dataflow(Graph):
             saved = logging.save()
             logging.record(started, time)
             try:
-                self._step()
+                self._step(blame_inputs=False)
             except DataflowError as err:
                 logging.restore(saved)
                 for s in self.sessions:
@@ -201,10 +201,12 @@ class Dataflow(Graph):
                 "frontier has not moved since the last run(): advance_to() a later time "
                 "(or close()) the input, then run() again"), stacklevel=2)
 
-    def _step(self) -> None:
+    def _step(self, blame_inputs: bool = True) -> None:
         """One engine step over the sessions' pending updates.  The one rollback path
         of the sessions: an engine puts back its own state when a step fails, the
-        sessions get their updates back here."""
+        sessions get their updates back here.  `blame_inputs=False` for the logging's
+        step: its updates are the engine's own records, withdrawn by the logging's
+        rollback, so there is nothing for a user to discard."""
         taken = [(s, s.take_pending()) for s in self.sessions]
         try:
             self.engine.run(self, taken)
@@ -212,7 +214,7 @@ class Dataflow(Graph):
             for session, updates in taken:
                 session.restore_pending(updates)
             if isinstance(exc, DataflowError) and exc.inputs is None:
-                _with_inputs(exc, blame(self, exc, taken))
+                _with_inputs(exc, blame(self, exc, taken) if blame_inputs else ())
             raise
 
     def drop(self, what: Any) -> None:
@@ -382,11 +384,13 @@ def _logging_failed(err: DataflowError) -> DataflowError:
             "over df.logging()'s collections) was rolled back and is retried by the "
             "next run()")
     try:
-        return type(err)(err.message + note, operator=err.operator, record=err.record,
-                         time=err.time)
+        new = type(err)(err.message + note, operator=err.operator, record=err.record,
+                        time=err.time)
     except TypeError:       # a subclass built otherwise: keep it, say it aside
         err.add_note(note[2:])
         return err
+    new.inputs = err.inputs
+    return new
 
 
 def _with_inputs(err: DataflowError, inputs: tuple | None) -> None:
