@@ -116,8 +116,14 @@ class _InputHistory:
     def __init__(self, op: Any) -> None:
         self.op = op
 
+    def updates(self) -> list:
+        # An input keeps its compacted history of plain records in columns and only
+        # what arrived since in `history` (`history_updates()` reads both).
+        read = getattr(self.op, "history_updates", None)
+        return read() if read is not None else self.op.history
+
     def record_count(self) -> int:
-        return len(self.op.history)
+        return len(self.updates())
 
     def batch_count(self) -> int:
         return 1
@@ -125,7 +131,7 @@ class _InputHistory:
     def accumulate(self, time: Any) -> dict:
         # Compacted to the input's frontier: its times read there, not before.
         frontier = self.op.frontier.elements
-        return accumulate(self.op.history, frontier[0] if frontier else time)
+        return accumulate(self.updates(), frontier[0] if frontier else time)
 
 
 def _heap() -> int | None:

@@ -53,7 +53,8 @@ from lattice import Antichain
 from operators.arrange import Arrange, lower_of
 from operators.base import Operator, Update
 from operators.history import floor_of, replay, replay_direct, replay_total
-from operators.reduce_chain import chain_corrections, register_total_logic, supports
+from operators.reduce_chain import (CHAIN_MIN_KEYS, chain_corrections,
+                                    register_total_logic, supports)
 from ddflow.columnar import columnar_min
 from operators.undo import UndoDict
 from ddflow.diff import check_diff
@@ -144,7 +145,9 @@ class Reduce(Operator):
             keys: dict = {}
             for t in [t for t in self._by_time if not beyond(t)]:
                 keys.update(self._by_time[t])
-            if keys and columnar_min() is not None and supports(self.logic):
+            bulk = columnar_min()
+            if (keys and bulk is not None and len(keys) >= min(CHAIN_MIN_KEYS, bulk)
+                    and supports(self.logic)):
                 keys = self._reduce_chains(keys, beyond, emitted)
             for key in keys:
                 self._reduce_key(key, beyond, emitted)

@@ -24,6 +24,13 @@ from typing import Any, Callable, Iterable
 
 from lattice import less_equal
 
+#: The fewest keys a reduce evaluates at once for this path to be taken (unless the
+#: bulk path is forced on for every size, `set_columnar_min(0)`, as the tests do).
+#: Below it, a small epoch keeps the general path, whose work the engine-core
+#: benchmark and the notebooks' counters were measured on: the chain path was
+#: built for bulk passes, and on one-key epochs it only adds a pass over the keys.
+CHAIN_MIN_KEYS = 64
+
 #: `logic -> f(total)` giving the desired `{output: diff}` for a key whose values
 #: are all `()` with total count `total` (empty: the key is absent).
 _TOTAL_LOGICS: dict[Callable, Callable[[int], dict]] = {}
