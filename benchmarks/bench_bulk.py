@@ -36,7 +36,7 @@ from typing import Sequence
 from benchmarks import bench_join_count_ab as jc
 from benchmarks.bench_engine_core import _git, base_tree, run_child
 from benchmarks.bench_reachability import workload as reach_workload
-from benchmarks.common import median, save, table
+from benchmarks.common import goals_table, median, save, table
 
 CHILD = Path(__file__).resolve().parent / "bulk_child.py"
 
@@ -133,9 +133,7 @@ def report(result: dict) -> str:
                        "yes" if r["answers_agree"] else "NO"]
                       for name in ("base", "current", "networkx") if name in r]))
     out.append("")
-    out.append(table("the issue's goals (issue 22)", ["goal", "measured", "met"],
-                     [[g["goal"], g["measured"], "yes" if g["met"] else "NO"]
-                      for g in result["goals"]]))
+    out.append(goals_table("the issue's goals (issue 22)", result["goals"]))
     out.extend(f"note: {n}" for n in result["notes"])
     return "\n".join(out)
 

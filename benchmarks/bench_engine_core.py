@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from benchmarks.bench_reachability import workload
-from benchmarks.common import median, save, table
+from benchmarks.common import goals_table, median, save, table
 from ddflow.errors import DataflowError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -268,10 +268,7 @@ def report(result: dict) -> str:
         ["function", "calls", "tottime ms", "cumtime ms"],
         [[f["function"], f["calls"], f["tottime_ms"], f["cumtime_ms"]] for f in p["top"]]))
     out.append("")
-    out.append(table("the issue's goals", ["goal", "measured", "met"],
-                     [[g["goal"], g["measured"] or "-",
-                       {True: "yes", False: "NO", None: "-"}[g["met"]]]
-                      for g in result["goals"]]))
+    out.append(goals_table("the issue's goals", result["goals"]))
     for note in result["notes"]:
         out.append(f"note: {note}")
     return "\n".join(out)

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from benchmarks.bench_engine_core import REPO, _git, base_tree, run_child
-from benchmarks.common import median, save, table
+from benchmarks.common import goals_table, median, save, table
 
 CHILD = Path(__file__).resolve().parent / "graph_workloads_child.py"
 #: The commit this work started from (issue 21's parent).
@@ -146,10 +146,7 @@ def report(result: dict) -> str:
             body))
         out.append("")
     if result.get("goals"):
-        out.append(table("the issue's goals", ["goal", "measured", "met"],
-                         [[g["goal"], g["measured"], {True: "yes", False: "NO",
-                                                       None: "-"}[g["met"]]]
-                          for g in result["goals"]]))
+        out.append(goals_table("the issue's goals", result["goals"]))
     for scale, rows in result["measured"].items():
         for w, row in rows.items():
             prof = (row.get("current") or {}).get("profile")

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Sequence
 
 from benchmarks.bench_engine_core import _git, base_tree, run_child
-from benchmarks.common import median, save, table
+from benchmarks.common import goals_table, median, save, table
 
 CHILD = Path(__file__).resolve().parent / "join_count_ab_child.py"
 #: The parent commit of the engine-core II work.
@@ -164,9 +164,7 @@ def report(result: dict) -> str:
                          [[f["function"], f["calls"], f["tottime_ms"], f"{f['share']:.1%}"]
                           for f in p["top"]]))
     out.append("")
-    out.append(table("the issue's throughput goals", ["goal", "measured", "met"],
-                     [[g["goal"], g["measured"], "yes" if g["met"] else "NO"]
-                      for g in result["goals"]]))
+    out.append(goals_table("the issue's throughput goals", result["goals"]))
     out.extend(f"note: {n}" for n in result["notes"])
     return "\n".join(out)
 

@@ -55,6 +55,14 @@ def table(title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> 
     return "\n".join(out)
 
 
+def goals_table(title: str, goals: Iterable[dict]) -> str:
+    """An issue's goals as judged by a run: `{"goal", "measured", "met"}` each, where
+    `met` None means not judged (a size this run did not reach)."""
+    return table(title, ["goal", "measured", "met"],
+                 [[g["goal"], "-" if g["measured"] is None else g["measured"],
+                   {True: "yes", False: "NO", None: "-"}[g["met"]]] for g in goals])
+
+
 def _fmt(x: Any) -> str:
     if isinstance(x, float):
         return f"{x:,.3f}" if abs(x) < 100 else f"{x:,.0f}"
