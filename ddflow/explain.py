@@ -47,13 +47,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from lattice import Product, join, less_equal
+from lattice import join
+from ddflow.errors import GraphError, TimeError
+from ddflow.explain_flow import TIMED_STAGES, BackwardFlow
 from ddflow.graph import Node, Scope, cone
 from operators.capture import CaptureOp
-from ddflow.errors import GraphError, TimeError
-
-#: Linear stages with no backward rule here: they move records in time.
-_TIMED_STAGES = ("delay", "join_function")
 
 
 class Explanation:
@@ -97,6 +95,80 @@ class Explanation:
                 f"{parts})")
 
 
+class MaintainedExplanation:
+    """The explanation of a capture's records, maintained as a dataflow in the
+    capture's own dataflow (`Dataflow.explain`; see `ddflow.explain_flow`).
+
+    `questions`: an `InputSession` of the records to explain (insert, remove,
+    `advance_to` and `close` it like any input: an explanation at a time is final
+    once the questions are too).  `captures`: per input upstream of the capture
+    (labelled as `Explanation.inputs`), a `Capture` of the records the questions
+    present at a time demand, each with its multiplicity then, updated at every
+    `run()`.  `explanation(record, time)` reads one question's (with its
+    `check()`), `inputs(time)` all of them together."""
+
+    def __init__(self, capture: Any) -> None:
+        self.capture = capture
+        df = capture.dataflow
+        mark = len(df.nodes)
+        with df.building():
+            self.questions, asked = df.new_collection(f"{capture.node.name}.questions")
+            flow = BackwardFlow(capture.node, asked)
+            labels = input_labels(flow.nodes)
+            self.captures = {labels[id(n)]: flow.inputs[id(n)].capture(
+                f"explain.{labels[id(n)]}") for n in flow.nodes if n.kind == "input"}
+        #: The nodes of the explanation (those of its questions input included).
+        self.nodes = df.nodes[mark:]
+        self._asked = asked
+
+    def _time(self, time: Any) -> Any:
+        return latest_final_of(self.capture.dataflow) if time is None else time
+
+    def asked(self, time: Any = None) -> dict:
+        """The questions present at `time` (`{record: multiplicity}`)."""
+        return self.questions.contents(self._time(time))
+
+    def explanation(self, record: Any, time: Any = None) -> Explanation:
+        """The explanation of question `record` at `time` (default: the latest final
+        time), as `Capture.explain` gives it, read from the maintained captures.
+        A `GraphError` when `record` is not asked then or not in the capture's output
+        then; a `NotFinalError` when `time` is not final."""
+        time = self._time(time)
+        name = self.capture.node.name
+        try:
+            asked = self.asked(time).get(record, 0)
+        except TypeError:
+            asked = 0           # unhashable: never asked
+        if not asked:
+            raise GraphError(f"explain: {record!r} is not a question of '{name}' at "
+                             f"{time!r}: insert it into the questions first",
+                             operator=name, record=record, time=time)
+        inputs = {label: {x: m for (q, x), m in cap.at(time).items() if q == record}
+                  for label, cap in self.captures.items()}
+        mult = self.capture.at(time).get(record, 0)
+        if not mult:
+            raise GraphError(f"explain: {record!r} is not in '{name}' at {time!r}",
+                             operator=name, record=record, time=time)
+        return Explanation(self.capture, record, time, mult, inputs)
+
+    def inputs(self, time: Any = None) -> dict[Any, dict]:
+        """The explanation of every question at `time` together: `{input label:
+        {data: multiplicity at time}}` (each question as `explanation` reads it)."""
+        time = self._time(time)
+        out: dict[Any, dict] = {label: {} for label in self.captures}
+        for record in self.asked(time):
+            for label, recs in self.explanation(record, time).inputs.items():
+                out[label].update(recs)
+        return out
+
+    def work(self) -> int:
+        """Records processed by the explanation's operators so far (records in plus
+        trace records read, as `Dataflow.total_work` counts them)."""
+        ids = {n.id for n in self.nodes}
+        return sum(row["records_in"] + row["work"]
+                   for row in self.capture.dataflow.metrics() if row["id"] in ids)
+
+
 # -- the copy ---------------------------------------------------------------------
 
 def input_labels(nodes: Iterable[Any]) -> dict[int, Any]:
@@ -118,15 +190,16 @@ def input_labels(nodes: Iterable[Any]) -> dict[int, Any]:
     return labels
 
 
-def replicate(target: Any, contents: dict[Any, dict], *, observe: bool, reader: type
-              ) -> tuple[Any, dict[int, Any]]:
+def replicate(target: Any, contents: dict[Any, dict], *, observe: bool, reader: type,
+              prepare: Any = None) -> tuple[Any, dict[int, Any]]:
     """A fresh dataflow holding a copy of the cone of node `target` (a capture's, or
     any collection's), its inputs fed `contents` (`{input label: {data:
     multiplicity}}`, labels from `input_labels` of the cone) at the least time and
     closed, and run.  With `observe`, every copied node has a
     capture of its own (in loops too), else `target` alone; `reader` is the class
-    reading them (`ddflow.capture.Capture`).  Returns the copy and
-    `{id(original node): capture of its copy}`."""
+    reading them (`ddflow.capture.Capture`); `prepare(copy, captures)`, when given,
+    builds more on the copy before it runs.  Returns the copy and `{id(original
+    node): capture of its copy}`."""
     # The copy is made of the original's own classes (its `Dataflow`, the reader of
     # its captures): this module sits beside them in the front door, below neither.
     original = target.dataflow
@@ -135,7 +208,7 @@ def replicate(target: Any, contents: dict[Any, dict], *, observe: bool, reader: 
     labels = input_labels(nodes)
     for n in nodes:
         for stage in getattr(n, "stages", ()):
-            if stage[0] in _TIMED_STAGES:
+            if stage[0] in TIMED_STAGES:
                 raise GraphError(f"explain: '{n.name}' uses {stage[0]}, which moves "
                                  "records in time: explanations do not follow it",
                                  operator=n.name)
@@ -178,6 +251,8 @@ def replicate(target: Any, contents: dict[Any, dict], *, observe: bool, reader: 
         node = Node(copy, target.scope, f"{n.name}.observed", "capture", [target],
                     lambda w, ops: CaptureOp("observed"))
         caps[id(n)] = reader(copy, node)
+    if prepare is not None:
+        prepare(copy, caps)
     least = copy.root.minimum
     for session, recs in sessions:
         for data, mult in recs.items():
@@ -220,175 +295,34 @@ def input_contents(node: Any, time: Any) -> dict[Any, dict]:
 
 
 def explain(capture: Any, record: Any, time: Any) -> Explanation:
-    """The one-off explanation of `record` at `time` (see the module docstring)."""
+    """The one-off explanation of `record` at `time`: the maintained one
+    (`ddflow.explain_flow.BackwardFlow`) built on a copy of the dataflow fed the
+    inputs accumulated at `time`, asked this one question."""
     contents = input_contents(capture.node, time)
-    copy, caps = replicate(capture.node, contents, observe=True, reader=type(capture))
+    built: dict = {}
+
+    def ask(copy: Any, caps: dict) -> None:
+        observed = caps[id(capture.node)]
+        session, questions = copy.new_collection("explain.questions")
+        flow = BackwardFlow(observed.node, questions)
+        built["inputs"] = {id(n): flow.inputs[id(n)].capture("explain.input")
+                           for n in flow.nodes if n.kind == "input"}
+        built["labels"] = input_labels(flow.nodes)
+        session.update_at(record, copy.root.minimum, 1)
+        session.close()
+
+    copy, caps = replicate(capture.node, contents, observe=False, reader=type(capture),
+                           prepare=ask)
     least = copy.root.minimum
-    out = caps[id(capture.node)].at(least)
-    mult = out.get(record, 0)
+    mult = caps[id(capture.node)].at(least).get(record, 0)
     if not mult:
         raise GraphError(f"explain: {record!r} is not in '{capture.node.name}' at "
                          f"{time!r}", operator=capture.node.name, record=record, time=time)
-    walk = _Walk(copy, caps)
-    demands = walk.run(capture.node, record, least)
-    labels = input_labels(cone(capture.node))
+    labels = built["labels"]
     inputs: dict[Any, dict] = {label: {} for label in contents}
-    for n, recs in demands.items():
-        label = labels[id(n)]
-        for data in recs:
-            inputs[label][data] = contents[label][data]
+    for node_id, cap in built["inputs"].items():
+        inputs[labels[node_id]] = {x: m for (_q, x), m in cap.at(least).items()}
     return Explanation(capture, record, time, mult, inputs)
-
-
-class _Walk:
-    """Demands travelling backward over the observed copy."""
-
-    def __init__(self, copy: Any, caps: dict[int, Any]) -> None:
-        self.copy = copy
-        self.caps = caps
-        self._support: dict[tuple, list] = {}
-        self._raw: dict[int, list] = {}
-        self._updates: dict[int, list] = {}
-        self._lineage: dict[tuple, dict] = {}
-
-    def updates(self, node: Any) -> list:
-        u = self._updates.get(id(node))
-        if u is None:
-            u = self._updates[id(node)] = self.caps[id(node)].updates
-        return u
-
-    def support(self, node: Any, time: Any) -> list:
-        """The records of `node` with any update at or before `time`, as the copy's
-        operators sent them (before consolidation: cancelled records included), in
-        first-seen order."""
-        key = (id(node), time)
-        out = self._support.get(key)
-        if out is None:
-            raw = self._raw.get(id(node))
-            if raw is None:
-                cap_node = self.caps[id(node)].node
-                raw = self._raw[id(node)] = self.copy.engine.captured_since(cap_node, None)[0]
-            out = self._support[key] = list(dict.fromkeys(
-                d for d, s, _r in raw if less_equal(s, time)))
-        return out
-
-    def ops(self, node: Any) -> Any:
-        # The copy's operator for an original node: for its parameters (join kind and
-        # logic, reduce logic), never its state.
-        cap_node = self.caps[id(node)].node
-        return self.copy.engine.operators(cap_node.inputs[0])[0]
-
-    def run(self, node: Any, record: Any, time: Any) -> dict:
-        found: dict = {}
-        seen: set = set()
-        work = [(node, record, time)]
-        while work:
-            n, x, t = work.pop()
-            if (id(n), x, t) in seen:
-                continue
-            seen.add((id(n), x, t))
-            if n.kind == "input":
-                found.setdefault(n, set()).add(x)
-                continue
-            work.extend(self.demand(n, x, t))
-        return found
-
-    def demand(self, n: Any, x: Any, t: Any) -> Iterable[tuple]:
-        kind = n.kind
-        ins = n.inputs
-        if kind in ("capture", "consolidate"):
-            return [(ins[0], x, t)]
-        if kind == "arrange":
-            op = self.ops(n)
-            return [(ins[0], x[0] if op.by_self else x, t)]
-        if kind == "concat":
-            return [(p, x, t) for p in ins if x in self.support(p, t)]
-        if kind == "linear":
-            return [(ins[0], y, t) for y in self.linear_sources(n, x, t)]
-        if kind == "enter":
-            return [(ins[0], x, t[0])]
-        if kind == "feedback":
-            if t[1] == 0:
-                return []
-            return [(ins[0], x, Product(t[0], t[1] - 1))]
-        if kind == "leave":
-            return [(ins[0], x, self.settled(ins[0], x, t))]
-        if kind == "join":
-            return self.join_sources(n, x, t)
-        if kind == "reduce":
-            return self.group_sources(n, x, t)
-        # No rule: everything the inputs hold then (sound, not concise).
-        return [(p, y, t) for p in ins for y in self.support(p, t)]
-
-    def linear_sources(self, n: Any, x: Any, t: Any) -> list:
-        key = (id(n), t)
-        lineage = self._lineage.get(key)
-        if lineage is None:
-            lineage = self._lineage[key] = {}
-            op = n.factory(0, lambda _n: None)      # a fresh linear: no state read
-            for y in self.support(n.inputs[0], t):
-                op.on_input(0, [(y, t, 1)])
-                for z, _s, r in op.take_output():
-                    if r:
-                        lineage.setdefault(z, []).append(y)
-        return lineage.get(x, [])
-
-    def join_sources(self, n: Any, x: Any, t: Any) -> list:
-        key = (id(n), t)
-        lineage = self._lineage.get(key)
-        if lineage is None:
-            lineage = self._lineage[key] = {}
-            op = self.ops(n)
-            left, right = n.inputs
-            by_key: dict = {}
-            for rec in self.support(right, t):
-                by_key.setdefault(rec[0], []).append(rec)
-            for a in self.support(left, t):
-                for b in by_key.get(a[0], ()):
-                    for z in _join_outputs(op, a, b):
-                        lineage.setdefault(z, []).append((a, b))
-        left, right = n.inputs
-        out = []
-        for a, b in lineage.get(x, ()):
-            out.append((left, a, t))
-            out.append((right, b, t))
-        return out
-
-    def group_sources(self, n: Any, x: Any, t: Any) -> list:
-        from operators import reduce as red
-        source = n.inputs[0]
-        op = self.ops(n)
-        logic = getattr(op, "logic", None)
-        # A reduce gives (key, output); `distinct_trace` gives the record itself.
-        k = x[0] if logic is not None else x
-        group = [rec for rec in self.support(source, t) if rec[0] == k]
-        # The winner's holders, and any record that would beat it were it not
-        # cancelled in the full run (it may not be on a subset).
-        if logic is red.min_logic:
-            group = [rec for rec in group if rec[1] <= x[1]]
-        elif logic is red.max_logic:
-            group = [rec for rec in group if rec[1] >= x[1]]
-        return [(source, rec, t) for rec in group]
-
-    def settled(self, inner: Any, x: Any, t: Any) -> Any:
-        """The round from which `x`'s accumulation inside the loop no longer changes
-        at outer time `t`: the last round of an update of `x` there."""
-        last = 0
-        for y, s, r in self.updates(inner):
-            if y == x and r and less_equal(s[0], t):
-                last = max(last, s[1])
-        return Product(t, last)
-
-
-def _join_outputs(op: Any, a: tuple, b: tuple) -> list:
-    k = a[0]
-    if op.kind == "join":
-        return [(k, (a[1], b[1]))]
-    if op.kind == "semijoin":
-        return [a]
-    if op.kind == "map":
-        return [op.logic(k, a[1], b[1])]
-    return list(op.logic(k, a[1], b[1]))
 
 
 def latest_final(capture: Any) -> Any:
@@ -435,5 +369,5 @@ def latest_final_of(df: Any) -> Any:
     return max(times, default=least)
 
 
-__all__ = ["Explanation", "cone", "contents_at", "explain", "input_labels", "latest_final",
+__all__ = ["Explanation", "MaintainedExplanation", "cone", "contents_at", "explain", "input_labels", "latest_final",
            "latest_final_of", "replay", "replicate"]
