@@ -1,46 +1,25 @@
-"""Why is this record in my output?  One-off explanations of a capture's records.
+"""Why is this record in my output?  Explanations of a capture's records.
 
 Following Chothia, Liagouris, McSherry, Roscoe, "Explaining Outputs in Modern Data
 Analytics" (VLDB 2016): an explanation of an output record is a subset of the input
-that reproduces it, found by walking the dataflow *backward* from the record,
-operator by operator, each demanding of its inputs what its output record needs.
-This module isolates that walk and the replay that checks it; it leaves out the
-maintained form (a backward dataflow kept up to date as inputs change).
+that reproduces it, found by a *backward* dataflow running beside the forward one,
+each operator demanding of its inputs what its demanded output records need (the
+rules: `ddflow.explain_flow`).  This module gives it two faces over that one
+construction:
 
-How.  The dataflow's upstream cone of the capture is copied (`replicate`: the same
-nodes, built by the same factories, with a capture on every node, loop nodes
-included, so that each loop's rounds are seen: the "witness clone" of differential
-dataflow's explanation rewrite, `interactive/src/explain/`) and fed the inputs accumulated at the
-asked time `t`, all at the least time: by the accumulation law its output there is
-the original's at `t`.  Then demands travel backward, a demand being "record `x` of
-node `N`, accumulated at time `s`" (`s` is the least time outside loops, and
-`Product(outer, round)` inside them):
+* `MaintainedExplanation` (`Dataflow.explain(capture)`): the backward dataflow
+  built in the capture's own dataflow, its questions an input session, its
+  explanations captures maintained by every `run()`;
+* `explain` (`Capture.explain(record, time)`): the one-question convenience.  The
+  upstream cone of the capture is copied (`replicate`: the same nodes, built by the
+  same factories) and fed the inputs accumulated at `time`, all at the least time
+  (by the accumulation law its output there is the original's at `time`); the
+  backward dataflow is built on the copy with the one question, and read.
 
-* linear (map, filter, flat_map, explode, negate, inspect): the input records whose
-  image holds `x` (the operator applied to each record alone);
-* concat: `x` in every input holding it; arrange, consolidate, capture: `x` itself;
-* join, join_map, join_core, semijoin: both sides of every matching pair giving `x`;
-* reduce, count, sum, distinct, threshold, `distinct_trace`: the whole group of
-  `x`'s key (the output is a function of the group), but for `min` / `max` only the
-  records holding the winning value or a better one (those cancel in the full
-  run; they alone give the same winner);
-* enter: `x` outside, at the outer time; feedback (a loop variable): `x` one round
-  earlier; leave: `x` inside at the *last round it changed* (for a record that only
-  appears, the round it first appears, so reachability explains a node by the edges
-  of its shortest paths from the roots, not by the whole reached graph);
-* any other operator (worst-case optimal joins): everything its inputs hold then.
-
-Every rule reads an input's *support* at `s`, not its accumulation: the records
-with any update at or before `s` there, cancelled ones included.  A record that
-cancels to zero in the full run (`x.antijoin(y)` holding `x`'s record and its
-negation) may not cancel on a subset of the input, so a demand must reach it too:
-`x.antijoin(y).concat(x)` explains `x`'s record by `y`'s as well, else the replay
-would give it twice.
-
-At the inputs the demands are the explanation, each record with its multiplicity
-at `t`.  Outputs of other keys and updates after `t` never enter it.  Operators that
-move records in time (`delay`, `join_function`) have no backward rule here and are
-refused.  `Explanation.check()` replays a fresh copy on the explanation alone.
+Both key the explanation by input (`input_labels`), each demanded record with its
+multiplicity at the time.  Outputs of other keys and updates after the time never
+enter it.  `Explanation.check()` replays a fresh copy on the explanation alone and
+compares with the original capture.
 """
 
 from __future__ import annotations

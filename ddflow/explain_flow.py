@@ -57,6 +57,7 @@ from ddflow.errors import GraphError, TimeError
 from ddflow.graph import Node, Scope, cone
 from operators import reduce as red
 from operators.base import Operator
+from operators.linear import Linear
 
 #: Linear stages with no backward rule: they move records in time.
 TIMED_STAGES = ("delay", "join_function")
@@ -132,14 +133,14 @@ class BackwardFlow:
         self.Collection = Collection = type(questions)
         self.df = target.dataflow
         self.nodes = cone(target)
+        self.index = {id(n): i for i, n in enumerate(self.nodes)}
+        self.ops = {id(n): parameters(n) for n in self.nodes if n.kind != "input"}
         for n in self.nodes:
-            for stage in n.stages:
+            for stage in getattr(self.ops.get(id(n)), "stages", ()):
                 if stage[0] in TIMED_STAGES:
                     raise GraphError(f"explain: '{n.name}' uses {stage[0]}, which moves "
                                      "records in time: explanations do not follow it",
                                      operator=n.name)
-        self.index = {id(n): i for i, n in enumerate(self.nodes)}
-        self.ops = {id(n): parameters(n) for n in self.nodes if n.kind != "input"}
         self._scopes: dict[int, Scope] = {}
         self._copies: dict[int, Node] = {}
         self._witness()
@@ -230,7 +231,9 @@ class BackwardFlow:
         if kind == "consolidate":
             return src
         if kind == "linear":
-            op = self.ops[id(n)]
+            # The stages alone, `inspect` left out: lineage must not call back.
+            # (Read from a fresh operator: a copied node's factory holds them.)
+            op = Linear([st for st in self.ops[id(n)].stages if st[0] != "inspect"])
             self.pairs[id(n)] = src.flat_map(
                 lambda yc, op=op: [(z, yc) for z in _image(op, yc[0])], name="explain.lineage")
             return self.pairs[id(n)].map(lambda p: (p[0], p[1][1])).distinct()
