@@ -24,6 +24,7 @@ compares with the original capture.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Iterable
 
 from lattice import join
@@ -170,15 +171,16 @@ def input_labels(nodes: Iterable[Any]) -> dict[int, Any]:
 
 
 def replicate(target: Any, contents: dict[Any, dict], *, observe: bool, reader: type,
-              prepare: Any = None) -> tuple[Any, dict[int, Any]]:
+              prepare: Any = None, time: Any = None) -> tuple[Any, dict[int, Any]]:
     """A fresh dataflow holding a copy of the cone of node `target` (a capture's, or
     any collection's), its inputs fed `contents` (`{input label: {data:
     multiplicity}}`, labels from `input_labels` of the cone) at the least time and
     closed, and run.  With `observe`, every copied node has a
     capture of its own (in loops too), else `target` alone; `reader` is the class
     reading them (`ddflow.capture.Capture`); `prepare(copy, captures)`, when given,
-    builds more on the copy before it runs.  Returns the copy and `{id(original
-    node): capture of its copy}`."""
+    builds more on the copy before it runs; `time`, the copy's least time (default:
+    the original's).  Returns the copy and `{id(original node): capture of its
+    copy}`."""
     # The copy is made of the original's own classes (its `Dataflow`, the reader of
     # its captures): this module sits beside them in the front door, below neither.
     original = target.dataflow
@@ -191,7 +193,7 @@ def replicate(target: Any, contents: dict[Any, dict], *, observe: bool, reader: 
                 raise GraphError(f"explain: '{n.name}' uses {stage[0]}, which moves "
                                  "records in time: explanations do not follow it",
                                  operator=n.name)
-    copy = Dataflow(original.time, fuse=False)
+    copy = Dataflow(original.time if time is None else time, fuse=False)
     scopes: dict[int, Any] = {id(original.root): copy.root}
 
     def scope_of(s: Any) -> Any:
@@ -273,35 +275,74 @@ def input_contents(node: Any, time: Any) -> dict[Any, dict]:
     return out
 
 
+class _Asking:
+    """The copy a capture's one-off explanations at one time are read from: the
+    cone fed the inputs of that time, with a backward flow whose questions come one
+    per (int) time of the copy, each read at its own; demands are tagged by their
+    question, so an earlier one never shows in a later one's answer.  Building and
+    compiling the copy is most of an explanation's cost: a second record at the
+    same time is one small incremental run."""
+
+    def __init__(self, capture: Any, time: Any) -> None:
+        self.time = time
+        self.contents = input_contents(capture.node, time)
+        built: dict = {}
+
+        def ask(copy: Any, caps: dict) -> None:
+            observed = caps[id(capture.node)]
+            session, questions = copy.new_collection("explain.questions")
+            flow = BackwardFlow(observed.node, questions)
+            built["session"] = session
+            built["inputs"] = {id(n): flow.inputs[id(n)].capture("explain.input")
+                               for n in flow.nodes if n.kind == "input"}
+            built["labels"] = input_labels(flow.nodes)
+
+        # The copy runs at int times whatever the original's: its inputs hold one
+        # time's contents, and the questions take one time each.
+        self.copy, caps = replicate(capture.node, self.contents, observe=False,
+                                    reader=type(capture), prepare=ask, time=0)
+        self.output = caps[id(capture.node)].at(0)
+        self.session = built["session"]
+        self.inputs = built["inputs"]
+        self.labels = built["labels"]
+        self.answers: dict = {}
+
+    def explain(self, capture: Any, record: Any) -> Explanation:
+        try:
+            mult = self.output.get(record, 0)
+        except TypeError:
+            mult = 0            # unhashable: in no output
+        if not mult:
+            raise GraphError(f"explain: {record!r} is not in '{capture.node.name}' at "
+                             f"{self.time!r}", operator=capture.node.name, record=record,
+                             time=self.time)
+        if record not in self.answers:
+            t = self.session.time
+            self.session.update_at(record, t, 1)
+            self.session.advance_to(t + 1)
+            self.copy.run()
+            inputs: dict[Any, dict] = {label: {} for label in self.contents}
+            for node_id, cap in self.inputs.items():
+                inputs[self.labels[node_id]] = {x: m for (q, x), m in cap.at(t).items()
+                                                if q == record}
+            self.answers[record] = inputs
+        inputs = {label: dict(recs) for label, recs in self.answers[record].items()}
+        return Explanation(capture, record, self.time, mult, inputs)
+
+
+#: Per capture, the copy of its latest explained time (`_Asking`).
+_ASKING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def explain(capture: Any, record: Any, time: Any) -> Explanation:
     """The one-off explanation of `record` at `time`: the maintained one
     (`ddflow.explain_flow.BackwardFlow`) built on a copy of the dataflow fed the
-    inputs accumulated at `time`, asked this one question."""
-    contents = input_contents(capture.node, time)
-    built: dict = {}
-
-    def ask(copy: Any, caps: dict) -> None:
-        observed = caps[id(capture.node)]
-        session, questions = copy.new_collection("explain.questions")
-        flow = BackwardFlow(observed.node, questions)
-        built["inputs"] = {id(n): flow.inputs[id(n)].capture("explain.input")
-                           for n in flow.nodes if n.kind == "input"}
-        built["labels"] = input_labels(flow.nodes)
-        session.update_at(record, copy.root.minimum, 1)
-        session.close()
-
-    copy, caps = replicate(capture.node, contents, observe=False, reader=type(capture),
-                           prepare=ask)
-    least = copy.root.minimum
-    mult = caps[id(capture.node)].at(least).get(record, 0)
-    if not mult:
-        raise GraphError(f"explain: {record!r} is not in '{capture.node.name}' at "
-                         f"{time!r}", operator=capture.node.name, record=record, time=time)
-    labels = built["labels"]
-    inputs: dict[Any, dict] = {label: {} for label in contents}
-    for node_id, cap in built["inputs"].items():
-        inputs[labels[node_id]] = {x: m for (_q, x), m in cap.at(least).items()}
-    return Explanation(capture, record, time, mult, inputs)
+    inputs accumulated at `time` (`_Asking`, kept for the next record asked at the
+    same time), asked this one question."""
+    asking = _ASKING.get(capture)
+    if asking is None or asking.time != time:
+        asking = _ASKING[capture] = _Asking(capture, time)
+    return asking.explain(capture, record)
 
 
 def latest_final(capture: Any) -> Any:

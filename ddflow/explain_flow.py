@@ -23,8 +23,10 @@ Loops that already ran are closed (`Graph.check_building`), so their nodes are
 read through a *witness copy* of the loop, grown beside it and fed the same
 outer collections (the IR rewrite's witness clone).
 
-Each rule reads an input's *support* `S`, the records it may hold on a subset of
-the inputs, not just its accumulation: through concat, negate and the other
+Each rule reads an input's *support* `S` (a collection of `(x, chain)` with
+positive multiplicities, present or not being all that counts: no `distinct` is
+spent on it), the records it may hold on a subset of the inputs, not just its
+accumulation: through concat, negate and the other
 linear operators, arrangements and joins the support is built from the inputs'
 supports (so a record cancelled between two branches, `x.antijoin(y).concat(x)`,
 is still demanded on both: on the explanation alone it may not cancel); reduces,
@@ -62,10 +64,17 @@ from operators.linear import Linear
 #: Linear stages with no backward rule: they move records in time.
 TIMED_STAGES = ("delay", "join_function")
 
+#: Nodes a demand passes straight through (see `BackwardFlow._router`).
+_PASSING = ("capture", "consolidate", "arrange", "enter")
+
 
 def chain_le(a: tuple, b: tuple) -> bool:
     """The product order on round chains of equal length."""
     return all(x <= y for x, y in zip(a, b))
+
+
+def _nonzero(n: Any) -> int:
+    return 1 if n else 0
 
 
 def _chain_max(a: tuple, b: tuple) -> tuple:
@@ -150,16 +159,21 @@ class BackwardFlow:
         for n in self.nodes:
             if n.kind != "capture":
                 self.support[id(n)] = self._support(n)
-        # A demand is `(node index, x, chain, q)`: `q` the question it serves.
-        start = questions.map(lambda x, i=self.index[id(target)]: (i, x, (), x),
-                              name="explain.questions")
+        # A demand is `(node index, x, chain, q)`: `q` the question it serves.  A
+        # question outside the support of what the capture reads demands nothing.
+        source = target.inputs[0]
+        route = self._router(source)
+        start = (questions.map(lambda x: (x, None)).join(self.support[id(source)])
+                 .map(lambda kv, route=route: (*route(kv[0], ()), kv[0]),
+                      name="explain.questions"))
         self._entered: dict[tuple, Any] = {}
         self.demand = start.iterate(self._body, name="explain")
         self.inputs = {}
         for n in self.nodes:
             if n.kind == "input":
                 i = self.index[id(n)]
-                asked = self.demand.filter(lambda r, i=i: r[0] == i).map(lambda r: (r[1], r[3]))
+                asked = self.demand.flat_map(lambda r, i=i: ((r[1], r[3]),) if r[0] == i
+                                             else ())
                 self.inputs[id(n)] = (Collection(n).map(lambda x: (x, None)).join(asked)
                                       .map(lambda kv: (kv[1][1], kv[0]),
                                            name=f"explain.{n.name}"))
@@ -216,6 +230,9 @@ class BackwardFlow:
             out = self.Collection(lift)
             for _ in range(depth):
                 out = out.leave(name="explain.lift")
+        # A set: every record with a nonzero net count (a loop's net update at a
+        # round, or an input's count, may be negative), once.
+        out = out.threshold(_nonzero, name="explain.net")
         self._w[id(n)] = out
         return out
 
@@ -236,9 +253,9 @@ class BackwardFlow:
             op = Linear([st for st in self.ops[id(n)].stages if st[0] != "inspect"])
             self.pairs[id(n)] = src.flat_map(
                 lambda yc, op=op: [(z, yc) for z in _image(op, yc[0])], name="explain.lineage")
-            return self.pairs[id(n)].map(lambda p: (p[0], p[1][1])).distinct()
+            return self.pairs[id(n)].map(lambda p: (p[0], p[1][1]))
         if kind == "concat":
-            return S[id(ins[0])].concat(*[S[id(p)] for p in ins[1:]]).distinct()
+            return S[id(ins[0])].concat(*[S[id(p)] for p in ins[1:]])
         if kind == "join":
             op = self.ops[id(n)]
             left = S[id(ins[0])].map(lambda ac: (ac[0][0], ac))
@@ -248,66 +265,84 @@ class BackwardFlow:
                                         _chain_max(kp[1][0][1], kp[1][1][1])))
                                    for z in _join_outputs(op, kp[1][0][0], kp[1][1][0])],
                 name="explain.pairs")
-            return self.pairs[id(n)].map(lambda p: (p[0], p[1][2])).distinct()
+            return self.pairs[id(n)].map(lambda p: (p[0], p[1][2]))
         if kind == "enter":
             return src.map(lambda xc: (xc[0], xc[1] + (0,)))
         # leave: present at some round of the loop
-        return src.map(lambda xc: (xc[0], xc[1][:-1])).distinct()
+        return src.map(lambda xc: (xc[0], xc[1][:-1]))
 
     # -- the backward side, inside the `explain` loop ---------------------------
     def _enter(self, what: str, n: Node, coll: Any, scope: Scope) -> Any:
         key = (what, id(n))
         if key not in self._entered:
-            self._entered[key] = coll.enter(scope)
+            # Arranged at the root, its trace read inside: not arranged again there.
+            self._entered[key] = coll.arrange_by_key().enter(scope)
         return self._entered[key]
+
+    def _router(self, p: Node) -> Callable[[Any, tuple], tuple]:
+        """`(y, c) -> (node index, y', c')`: a demand of `p`'s records as a demand of
+        the node it passes through to.  Nodes whose support is their input's, moved
+        by a fixed map (captures, consolidations, arrangements, enter), pass a
+        demand on unchanged but for that map, without a round of their own: a
+        demand there is already inside their support, so their input's holds it."""
+        steps = []
+        while p.kind in _PASSING:
+            if p.kind == "enter":
+                steps.append(lambda y, c: (y, c[:-1]))
+            elif p.kind == "arrange" and self.ops[id(p)].by_self:
+                steps.append(lambda y, c: (y[0], c))
+            p = p.inputs[0]
+        j = self.index[id(p)]
+
+        def route(y: Any, c: tuple) -> tuple:
+            for step in steps:
+                y, c = step(y, c)
+            return j, y, c
+        return route
 
     def _body(self, d: Any) -> Any:
         scope = d.scope
         parts = [d]
         for n in self.nodes:
-            if n.kind == "input":
+            if n.kind == "input" or n.kind in _PASSING:
                 continue
             i = self.index[id(n)]
-            mine = d.filter(lambda r, i=i: r[0] == i).map(lambda r: (r[1], (r[2], r[3])))
+            # One linear operator per step (a copy's chains are not fused).
+            mine = d.flat_map(lambda r, i=i: ((r[1], (r[2], r[3])),) if r[0] == i else ())
             parts.extend(self._rule(n, mine, scope))
         return parts[0].concat(*parts[1:]).distinct()
 
     def _gate(self, demand: Any, p: Node, scope: Scope) -> Any:
         """`(x, (c, q))` demanded of input `p` when `p`'s support holds `x` at a
         chain `<= c`: the demand, tagged with `p`."""
-        j = self.index[id(p)]
+        route = self._router(p)
         support = self._enter("S", p, self.support[id(p)], scope)
-        return demand.join(support).filter(lambda kv: chain_le(kv[1][1], kv[1][0][0])) \
-            .map(lambda kv, j=j: (j, kv[0], *kv[1][0]))
+        return demand.join(support).flat_map(
+            lambda kv, route=route: ((*route(kv[0], kv[1][0][0]), kv[1][0][1]),)
+            if chain_le(kv[1][1], kv[1][0][0]) else ())
 
     def _rule(self, n: Node, mine: Any, scope: Scope) -> list:
         kind, ins = n.kind, n.inputs
-        if kind in ("capture", "consolidate"):
-            return [self._gate(mine, ins[0], scope)]
-        if kind == "arrange":
-            if self.ops[id(n)].by_self:
-                mine = mine.map(lambda xq: (xq[0][0], xq[1]))
-            return [self._gate(mine, ins[0], scope)]
         if kind == "concat":
             return [self._gate(mine, p, scope) for p in ins]
-        if kind == "enter":
-            return [self._gate(mine.map(lambda xq: (xq[0], (xq[1][0][:-1], xq[1][1]))),
-                               ins[0], scope)]
         if kind == "feedback":
-            back = mine.filter(lambda xq: xq[1][0][-1] > 0) \
-                .map(lambda xq: (xq[0], (xq[1][0][:-1] + (xq[1][0][-1] - 1,), xq[1][1])))
+            back = mine.flat_map(
+                lambda xq: ((xq[0], (xq[1][0][:-1] + (xq[1][0][-1] - 1,), xq[1][1])),)
+                if xq[1][0][-1] > 0 else ())
             return [self._gate(back, ins[0], scope)]
         if kind == "linear":
-            j = self.index[id(ins[0])]
+            r = self._router(ins[0])
             pairs = self._enter("P", n, self.pairs[id(n)], scope)
-            return [mine.join(pairs).filter(lambda kv: chain_le(kv[1][1][1], kv[1][0][0]))
-                    .map(lambda kv, j=j: (j, kv[1][1][0], *kv[1][0]))]
+            return [mine.join(pairs).flat_map(
+                lambda kv, r=r: ((*r(kv[1][1][0], kv[1][0][0]), kv[1][0][1]),)
+                if chain_le(kv[1][1][1], kv[1][0][0]) else ())]
         if kind == "join":
-            jl, jr = self.index[id(ins[0])], self.index[id(ins[1])]
+            rl, rr = self._router(ins[0]), self._router(ins[1])
             pairs = self._enter("P", n, self.pairs[id(n)], scope)
-            return [mine.join(pairs).filter(lambda kv: chain_le(kv[1][1][2], kv[1][0][0]))
-                    .flat_map(lambda kv, jl=jl, jr=jr: [(jl, kv[1][1][0], *kv[1][0]),
-                                                        (jr, kv[1][1][1], *kv[1][0])])]
+            return [mine.join(pairs).flat_map(
+                lambda kv, rl=rl, rr=rr: ((*rl(kv[1][1][0], kv[1][0][0]), kv[1][0][1]),
+                                          (*rr(kv[1][1][1], kv[1][0][0]), kv[1][0][1]))
+                if chain_le(kv[1][1][2], kv[1][0][0]) else ())]
         if kind == "leave":
             return [self._leave(n, mine, scope)]
         if kind == "reduce":
@@ -315,17 +350,17 @@ class BackwardFlow:
         # No rule: everything the inputs' supports hold then (sound, not concise).
         out = []
         for p in ins:
-            j = self.index[id(p)]
+            r = self._router(p)
             everything = self._enter("A", p, self.support[id(p)].map(lambda yc: ((), yc)),
                                      scope)
-            out.append(mine.map(lambda xq: ((), xq[1])).distinct().join(everything)
-                       .filter(lambda kv: chain_le(kv[1][1][1], kv[1][0][0]))
-                       .map(lambda kv, j=j: (j, kv[1][1][0], *kv[1][0])))
+            out.append(mine.map(lambda xq: ((), xq[1])).distinct().join(everything).flat_map(
+                lambda kv, r=r: ((*r(kv[1][1][0], kv[1][0][0]), kv[1][0][1]),)
+                if chain_le(kv[1][1][1], kv[1][0][0]) else ()))
         return out
 
     def _group(self, n: Node, mine: Any, scope: Scope) -> Any:
         source = n.inputs[0]
-        j = self.index[id(source)]
+        r = self._router(source)
         logic = getattr(self.ops[id(n)], "logic", None)
         # A reduce gives (key, output); `distinct_trace` gives the record itself.
         key: Callable = (lambda x: x[0]) if logic is not None else (lambda x: x)
@@ -339,20 +374,21 @@ class BackwardFlow:
             keep = lambda y, x: True                            # noqa: E731
         group = self._enter("G", source, self.support[id(source)]
                             .map(lambda yc: (yc[0][0], yc)), scope)
-        return (mine.map(lambda xq, key=key: (key(xq[0]), xq)).join(group)
-                .filter(lambda kv, keep=keep: chain_le(kv[1][1][1], kv[1][0][1][0])
-                        and keep(kv[1][1][0], kv[1][0][0]))
-                .map(lambda kv, j=j: (j, kv[1][1][0], *kv[1][0][1])))
+        return mine.map(lambda xq, key=key: (key(xq[0]), xq)).join(group).flat_map(
+            lambda kv, r=r, keep=keep: ((*r(kv[1][1][0], kv[1][0][1][0]), kv[1][0][1][1]),)
+            if chain_le(kv[1][1][1], kv[1][0][1][0]) and keep(kv[1][1][0], kv[1][0][0])
+            else ())
 
     def _leave(self, n: Node, mine: Any, scope: Scope) -> Any:
         """`x` inside at the last round of an update of `x` at outer rounds `<= c`
         (for a record that only appears: the round it first appears)."""
         inner = n.inputs[0]
-        j = self.index[id(inner)]
+        r = self._router(inner)
         net = self._enter("W", inner, self._net(inner), scope)
-        return (mine.join(net).filter(lambda kv: chain_le(kv[1][1][:-1], kv[1][0][0]))
-                .map(lambda kv: ((kv[0], kv[1][0]), kv[1][1][-1])).max()
-                .map(lambda kr, j=j: (j, kr[0][0], kr[0][1][0] + (kr[1],), kr[0][1][1])))
+        return (mine.join(net).flat_map(
+                    lambda kv: (((kv[0], kv[1][0]), kv[1][1][-1]),)
+                    if chain_le(kv[1][1][:-1], kv[1][0][0]) else ()).max()
+                .map(lambda kr, r=r: (*r(kr[0][0], kr[0][1][0] + (kr[1],)), kr[0][1][1])))
 
 
 __all__ = ["BackwardFlow", "Lift", "TIMED_STAGES", "chain_le", "parameters"]

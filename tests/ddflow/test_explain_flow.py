@@ -49,7 +49,7 @@ def _same_as_one_off(mx, cap, record, time, inputs):
         assert all(present.get(d) == m for d, m in recs.items()), (name, recs)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), steps=st.one_of(pipelines(max_size=3), dags(max_size=3)),
        late=st.booleans())
 def test_maintained_equals_one_off_after_every_run_int(data, steps, late):
@@ -97,7 +97,7 @@ def test_maintained_equals_one_off_after_every_run_int(data, steps, late):
                     mx.explanation(q, e)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), steps=st.one_of(pipelines(max_size=3), dags(max_size=3)))
 def test_maintained_equals_one_off_at_product_times(data, steps):
     """Partially ordered times: questions inserted at some times and retracted at
