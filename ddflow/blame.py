@@ -25,6 +25,7 @@ functions are called again in the trials, as they are when a step is retried.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from ddflow.errors import (ConvergenceError, DataError, DataflowError, DiffError, TimeError,
@@ -40,14 +41,22 @@ def blame(df: Any, err: DataflowError, taken: list) -> tuple | None:
     """The updates of `taken` (the `(session, updates)` the failed step was given)
     whose processing raised `err`, as `(session, data, time, diff)`; `()` if the
     step fails without any of them, or None when not determined (an error that is
-    not the data's).  The step was rolled back; the sessions are not touched."""
+    not the data's).  Rows an engine holds where they were fed (`engine.fed()`, the
+    Spark engine's DataFrame inputs, `ddflow.engine.fed`) are tried and blamed as
+    one unit each, `(session, rows, None, None)`.  The step was rolled back; the
+    sessions are not touched."""
     if not isinstance(err, BLAMED):
         return None
+    fed = getattr(df.engine, "fed", None)
     pending = [(s, u) for s, updates in taken for u in updates]
+    n_updates = len(pending)
+    pending += [(rows.session, rows) for rows in (fed() if fed is not None else [])]
     if not pending:
         return ()
-    culprits = _search(df, [s for s, _u in taken], pending, _guesses(err, pending))
-    return tuple((pending[n][0], *pending[n][1]) for n in culprits)
+    culprits = _search(df, [s for s, _u in taken], pending, n_updates,
+                       _guesses(err, pending[:n_updates]))
+    return tuple((pending[n][0], *pending[n][1]) if n < n_updates
+                 else (pending[n][0], pending[n][1], None, None) for n in culprits)
 
 
 def _guesses(err: DataflowError, pending: list) -> list[list[int]]:
@@ -64,20 +73,24 @@ def _guesses(err: DataflowError, pending: list) -> list[list[int]]:
     return [g for k, g in enumerate((at_time, of_record)) if g and (k == 0 or g != at_time)]
 
 
-def _search(df: Any, sessions: list, pending: list, guesses: list) -> list[int]:
+def _search(df: Any, sessions: list, pending: list, n_updates: int,
+            guesses: list) -> list[int]:
     """Indices into `pending` to blame (see the module's docstring): a guess whose
-    withdrawal lets the rest run, or else a smallest withdrawal found by `_ddmin`."""
+    withdrawal lets the rest run, or else a smallest withdrawal found by `_ddmin`.
+    Entries from `n_updates` on are fed rows, withheld from a trial by the engine."""
     budget = [MAX_TRIALS]
 
     def runs_without(withdrawn: list[int]) -> bool:
         budget[0] -= 1
         out = set(withdrawn)
         by_session: dict = {id(s): [] for s in sessions}
-        for n, (s, u) in enumerate(pending):    # each session's updates in their order
+        for n, (s, u) in enumerate(pending[:n_updates]):   # each session's, in order
             if n not in out:
                 by_session[id(s)].append(u)
+        held = [pending[n][1] for n in out if n >= n_updates]
         try:
-            df.engine.run(df, [(s, by_session[id(s)]) for s in sessions], keep=False)
+            with (df.engine.withholding(held) if held else contextlib.nullcontext()):
+                df.engine.run(df, [(s, by_session[id(s)]) for s in sessions], keep=False)
             return True
         except DataflowError:
             return False

@@ -284,15 +284,24 @@ class Dataflow(Graph):
             if session.dataflow is not self:
                 raise DataError(f"discard(err): the error names input '{session.name}' "
                                 "of another dataflow", operator=session.name)
+        # Rows fed where they are (`ddflow.engine.fed`) are blamed as a whole.
+        waiting = {id(rows): rows for rows in getattr(self.engine, "fed", list)()}
+        fed = [u[1] for u in inputs if id(u[1]) in waiting and u[1] is waiting[id(u[1])]]
+        if len(fed) != sum(u[3] is None for u in inputs):
+            raise DataError("discard(err): rows fed by insert_dataframe that the error "
+                            "names are no longer waiting for a run")
         saved = [session.pending for session in sessions]
         try:        # all or nothing: a session refusing puts the others back
             for session in sessions:
-                session.withdraw([u[1:] for u in inputs if u[0] is session])
+                session.withdraw([u[1:] for u in inputs
+                                  if u[0] is session and u[3] is not None])
         except DataError:
             for session, pending in zip(sessions, saved):
                 session.take_pending()
                 session.restore_pending(pending)
             raise
+        for rows in fed:
+            self.engine.unfeed(rows)
         return list(inputs)
 
     # -- observing -------------------------------------------------------------
@@ -399,7 +408,8 @@ def _with_inputs(err: DataflowError, inputs: tuple | None) -> None:
     if inputs is None:
         return
     if inputs:
-        shown = ", ".join(f"{s.name}: {(d, t, r)!r}" for s, d, t, r in inputs[:4])
+        shown = ", ".join(f"{s.name}: {(d, t, r)!r}" if r is not None else f"{s.name}: {d!r}"
+                          for s, d, t, r in inputs[:4])
         more = f" and {len(inputs) - 4} more" if len(inputs) > 4 else ""
         hint = (f"it comes from the pending update(s) {shown}{more}: "
                 "session.discard(err) withdraws them")

@@ -184,8 +184,10 @@ class InputSession:
         the number of rows.  An engine that takes them where they are (its
         `feed_dataframe`: the Spark engine checks and shards them on the executors,
         where they wait for the next `run()`) is handed the frame; `pending` does not
-        list those rows, and `discard` cannot withdraw them.  Any other engine's
-        rows stream through the driver."""
+        list those rows, and a failed run that they cause blames them as one unit
+        (`(self, rows, None, None)` in `err.inputs`, `ddflow.engine.fed`), which
+        `discard(err)` withdraws whole.  Any other engine's rows stream through
+        the driver."""
         if not (hasattr(frame, "columns") and hasattr(frame, "toLocalIterator")):
             raise DataError(f"insert_dataframe needs a Spark DataFrame, got a "
                             f"{type(frame).__name__} (use extend() for (data, time, diff) "
