@@ -6,7 +6,10 @@ rows on the executors (`spark_io.shard_frame`); the driver keeps only a handle,
 those rows are the culprits (`ddflow.blame`): rows that never pass through the
 driver cannot be named one by one, so they are blamed, and withdrawn by
 `discard(err)`, as the frame they came in (`(session, rows, None, None)` in
-`err.inputs`).  No pyspark here: the handle only holds what the engine gave it.
+`err.inputs`).  Once a run has taken them they are the shards' alone: unlike a
+driver's update (`InputSession.open_updates`), fed rows at a time that run left
+incomplete cannot be retracted by `discard(err)` later.  No pyspark here: the handle
+only holds what the engine gave it.
 """
 
 from __future__ import annotations
