@@ -97,16 +97,18 @@ class MaintainedExplanation:
             labels = input_labels(flow.nodes)
             self.captures = {labels[id(n)]: flow.inputs[id(n)].capture(
                 f"explain.{labels[id(n)]}") for n in flow.nodes if n.kind == "input"}
+            # Read back through a capture, which every engine serves (a BSP engine
+            # keeps an input's contents on its shards).
+            self._asked = asked.capture("explain.asked")
         #: The nodes of the explanation (those of its questions input included).
         self.nodes = df.nodes[mark:]
-        self._asked = asked
 
     def _time(self, time: Any) -> Any:
         return latest_final_of(self.capture.dataflow) if time is None else time
 
     def asked(self, time: Any = None) -> dict:
         """The questions present at `time` (`{record: multiplicity}`)."""
-        return self.questions.contents(self._time(time))
+        return dict(self._asked.at(self._time(time)))
 
     def explanation(self, record: Any, time: Any = None) -> Explanation:
         """The explanation of question `record` at `time` (default: the latest final

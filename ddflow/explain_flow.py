@@ -23,14 +23,14 @@ Loops that already ran are closed (`Graph.check_building`), so their nodes are
 read through a *witness copy* of the loop, grown beside it and fed the same
 outer collections (the IR rewrite's witness clone).
 
-Each rule reads an input's *support* `S` (a collection of `(x, chain)` with
-positive multiplicities, present or not being all that counts: no `distinct` is
-spent on it), the records it may hold on a subset of the inputs, not just its
-accumulation: through concat, negate and the other
-linear operators, arrangements and joins the support is built from the inputs'
-supports (so a record cancelled between two branches, `x.antijoin(y).concat(x)`,
-is still demanded on both: on the explanation alone it may not cancel); reduces,
-loop variables and worst-case optimal joins give their net records (`W`).
+Each rule reads an input's *support* `S`, the records it may hold on a subset of
+the inputs, not just its accumulation: through concat, negate and the other linear
+operators, arrangements and joins the support is built from the inputs' supports
+(so a record cancelled between two branches, `x.antijoin(y).concat(x)`, is still
+demanded on both: on the explanation alone it may not cancel); reduces, loop
+variables and worst-case optimal joins give their net records (`W`, each once).
+A support is a collection of `(x, chain)` with positive multiplicities: present or
+not is all that counts, so no `distinct` is spent on it.
 
 Rules, for a demanded `(x, c)` of node `n`:
 
@@ -46,8 +46,8 @@ Rules, for a demanded `(x, c)` of node `n`:
 * anything else: everything its inputs' supports hold.
 
 All demands live in one root-level `iterate`, a variable of records `(node, x,
-chain)`; each round follows one edge backward, and the loop ends when no demand
-changes.  Operators that move records in time (`delay`, `join_function`) have no
+chain, question)`; each round follows one edge backward, and the loop ends when no
+demand changes.  Tagged by question, each question's explanation reads apart.  Operators that move records in time (`delay`, `join_function`) have no
 rule and are refused.
 """
 
@@ -55,7 +55,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ddflow.errors import GraphError, TimeError
+from ddflow.errors import GraphError
 from ddflow.graph import Node, Scope, cone
 from operators import reduce as red
 from operators.base import Operator
