@@ -90,10 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         ex = run_child(REPO, "explain", p, tmp, CHILD)
         print()
         print(table(f"explain a reached node, {p['nodes']:,} / {p['edges']:,} (CPU ms)",
-                    ["explain (median)", "edges in it (median)", "of edges",
-                     "full recompute"],
-                    [(median(ex["explain_ms"]), median(ex["sizes"]), ex["edges"],
-                      ex["recompute_ms"])]))
+                    ["first (builds the copy)", "explain (median)", "edges in it (median)",
+                     "of edges", "full recompute"],
+                    [(ex["explain_ms"][0], median(ex["explain_ms"]), median(ex["sizes"]),
+                      ex["edges"], ex["recompute_ms"])]))
         result["explain_2k"] = ex
 
         mx = run_child(REPO, "maintained", p, tmp, CHILD)
