@@ -143,6 +143,41 @@ def test_maintained_equals_one_off_at_product_times(data, steps):
                 _same_as_one_off(mx, cap, q, t, ups)
 
 
+KEYED = ("filter", "join", "semijoin", "antijoin", "sum", "min", "max", "distinct",
+         "threshold", "reduce", "count")
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), step=st.sampled_from(KEYED))
+def test_maintained_explanations_of_a_keyed_operator_hold_the_records_key_alone(data, step):
+    """Every record of the output asked at once: each explanation holds only records
+    of its record's key (demands are tagged by question, so they never mix)."""
+    ups = _draw_updates(data, "int")
+    df = ddflow.Dataflow()
+    a_in, a = df.new_collection("a")
+    b_in, b = df.new_collection("b")
+    cap = build_pipeline([step], a, b).capture()
+    mx = df.explain(cap)
+    for session, name in ((a_in, "a"), (b_in, "b")):
+        session.extend(ups[name])
+    for s in (a_in, b_in):
+        s.advance_to(1)
+    df.run()
+    for record in cap.at(0):
+        mx.questions.insert(record)
+    for s in (a_in, b_in, mx.questions):
+        s.advance_to(9)
+    df.run()
+    for t in range(1, 8):
+        for record in mx.asked(t):
+            if not cap.at(t).get(record, 0):
+                continue
+            ex = mx.explanation(record, t)
+            for name, recs in ex.inputs.items():
+                assert all(d[0] == record[0] for d in recs), (step, record, name, recs)
+            assert ex.check()
+
+
 def _graph(seed, n=2_000, m=6_000):
     rng = random.Random(seed)
     edges = set()
