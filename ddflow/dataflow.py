@@ -331,7 +331,10 @@ class Dataflow(Graph):
         `capture`, the dataflow's only one."""
         from ddflow.explain import MaintainedExplanation
         if capture is None:
-            if len(self.captures) != 1:
+            if not self.captures:
+                raise GraphError("explain(): the dataflow has no captures: capture() the "
+                                 "collection whose records to explain", operator="explain")
+            if len(self.captures) > 1:
                 raise GraphError(f"explain(): the dataflow has {len(self.captures)} "
                                  "captures: name the one to explain", operator="explain")
             capture = self.captures[0]
