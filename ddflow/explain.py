@@ -82,10 +82,11 @@ class MaintainedExplanation:
     `questions`: an `InputSession` of the records to explain (insert, remove,
     `advance_to` and `close` it like any input: an explanation at a time is final
     once the questions are too).  `captures`: per input upstream of the capture
-    (labelled as `Explanation.inputs`), a `Capture` of the records the questions
-    present at a time demand, each with its multiplicity then, updated at every
-    `run()`.  `explanation(record, time)` reads one question's (with its
-    `check()`), `inputs(time)` all of them together."""
+    (labelled as `Explanation.inputs`), a `Capture` of records `(question, input
+    record)`: what each question present at a time demands, with the input record's
+    multiplicity then, updated at every `run()`.  `explanation(record, time)` reads
+    one question's (with its `check()`), `inputs(time)` all of them together;
+    `work()` counts what maintaining it cost."""
 
     def __init__(self, capture: Any) -> None:
         self.capture = capture
