@@ -362,3 +362,20 @@ def test_operators_moving_records_in_time_are_refused():
     s.insert(1); s.advance_to(3)
     df.run()
     assert cap.at(2) == {1: 1}
+
+
+def test_inputs_sharing_a_name_are_explained_apart_when_maintained():
+    df = ddflow.Dataflow()
+    a_in, a = df.new_collection("x")
+    b_in, b = df.new_collection("x")
+    cap = a.join(b).capture()
+    mx = df.explain(cap)
+    a_in.insert((1, "a")); a_in.insert((2, "a2"))
+    b_in.insert((1, "b")); b_in.insert((3, "b3"))
+    mx.questions.insert((1, ("a", "b")))
+    for s in (a_in, b_in, mx.questions):
+        s.advance_to(1)
+    df.run()
+    ex = mx.explanation((1, ("a", "b")), 0)
+    assert ex.inputs == {("x", 0): {(1, "a"): 1}, ("x", 1): {(1, "b"): 1}} and ex.check()
+    assert ex.inputs == cap.explain((1, ("a", "b")), 0).inputs
