@@ -28,7 +28,9 @@ the seeds (`Trace.key_histories`, which keeps a key's long history in a batch
 between reads), and walked in time order with running accumulations; the joins
 above are created as the walk reaches them, and the walk stops where everything
 ahead waits for the frontier.  Each evaluation reads the accumulation, not the
-history.  A key with a handful of updates is evaluated directly at every join of
+history.  A key whose seeds and stored times form a chain, as in a loop's load,
+is walked once in that order (`replay_chain`, behind `Reduce.chain_replay`).
+A key with a handful of updates is evaluated directly at every join of
 its seeds with its update times (`replay_direct`), which costs less there.
 
 The built-in logics below give differential dataflow's `count`, `sum`, `min`,
@@ -52,7 +54,7 @@ from typing import Any, Callable, Iterable, Sequence
 from lattice import Antichain
 from operators.arrange import Arrange, lower_of
 from operators.base import Operator, Update
-from operators.history import floor_of, replay, replay_direct, replay_total
+from operators.history import floor_of, replay, replay_chain, replay_direct, replay_total
 from operators.reduce_chain import (CHAIN_MIN_KEYS, chain_corrections,
                                     register_total_logic, supports)
 from ddflow.columnar import columnar_min
@@ -80,6 +82,10 @@ class Reduce(Operator):
     #: and for them the general replay's sorting and bookkeeping cost more than the
     #: evaluations.  Tests set it to 0 or to a large number to run either path alone.
     direct_below: int = 8
+    #: Whether a key whose seeds and stored times form a chain is replayed as one
+    #: (`replay_chain`): a loop's load evaluates most keys once per round, each time
+    #: at a round above everything stored.  Tests run with it on and off.
+    chain_replay: bool = True
 
     def __init__(self, source: Arrange, logic: Logic, name: str = "reduce") -> None:
         super().__init__(name)
@@ -235,8 +241,12 @@ class Reduce(Operator):
                 self._add_pending(key, t)   # no evaluation now can depend on it
         inputs = self.source.trace.get(key)
         outputs = self.out_trace.get(key)
+        chained = None
         if all(type(t) is int for t in seeds):
             made, later, work = replay_total(seeds, inputs, outputs, beyond, correct)
+        elif self.chain_replay and (chained := replay_chain(seeds, inputs, outputs, beyond,
+                                                             correct)) is not None:
+            made, later, work = chained
         elif len(inputs) + len(outputs) < self.direct_below:
             made, later, work = replay_direct(seeds, inputs, outputs, beyond, correct)
         else:
