@@ -213,32 +213,25 @@ class Reduce(Operator):
     def _reduce_key(self, key: Any, beyond: Callable[[Any], bool],
                     emitted: list[Update]) -> None:
         pending = self._pending[key]
-        if all(beyond(t) for t in pending):
-            return  # every candidate lies above a pending time, so none is complete
-        self._drop_pending(key)
-        logic = self.logic
+        if len(pending) == 1:
+            # The commonest case (a key touched once in a pass): no time to put back.
+            (u,) = pending
+            if beyond(u):
+                return
+            self._drop_pending(key)
+            seeds = [u]
+        else:
+            seeds = [t for t in pending if not beyond(t)]
+            if not seeds:
+                return  # every candidate lies above a pending time, so none is complete
+            self._drop_pending(key)
+            for t in pending:
+                if beyond(t):
+                    self._add_pending(key, t)   # no evaluation now can depend on it
 
         def correct(u: Any, acc_in: dict, acc_out: dict) -> dict:
-            self.times_visited += 1
-            desired: dict = {}
-            if acc_in:
-                vals = sorted_data(acc_in.items(), key=_value)
-                try:
-                    result = logic(key, vals)
-                except Exception as exc:  # noqa: BLE001 - user code
-                    raise self.user_error(exc, (key, vals), u, what="reduce logic") from exc
-                for o, r in (self._pairs(result, key, vals, u) if self._check_result
-                             else result):
-                    if r:
-                        desired[o] = desired.get(o, 0) + r
-            for o, r in acc_out.items():
-                desired[o] = desired.get(o, 0) - r
-            return desired
+            return self._correction(key, u, acc_in, acc_out)
 
-        seeds = [t for t in pending if not beyond(t)]
-        for t in pending:
-            if beyond(t):
-                self._add_pending(key, t)   # no evaluation now can depend on it
         inputs = self.source.trace.get(key)
         outputs = self.out_trace.get(key)
         chained = None
@@ -259,6 +252,24 @@ class Reduce(Operator):
             self._add_pending(key, u)
         for o, u, r in made:
             emitted.append(((key, o), u, r))
+
+    def _correction(self, key: Any, u: Any, acc_in: dict, acc_out: dict) -> dict:
+        """`logic(key, acc_in) - acc_out`: the output updates owed at `u`."""
+        self.times_visited += 1
+        desired: dict = {}
+        if acc_in:
+            vals = sorted_data(acc_in.items(), key=_value)
+            try:
+                result = self.logic(key, vals)
+            except Exception as exc:  # noqa: BLE001 - user code
+                raise self.user_error(exc, (key, vals), u, what="reduce logic") from exc
+            for o, r in (self._pairs(result, key, vals, u) if self._check_result
+                         else result):
+                if r:
+                    desired[o] = desired.get(o, 0) + r
+        for o, r in acc_out.items():
+            desired[o] = desired.get(o, 0) - r
+        return desired
 
     def _pairs(self, result: Any, key: Any, vals: list, time: Any) -> list:
         """The logic's `result` as a list of `(output, diff)` pairs with hashable
