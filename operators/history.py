@@ -194,6 +194,19 @@ def replay_total(seeds: Iterable[int], inputs: Iterable[tuple], outputs: Iterabl
     return made, later, work
 
 
+def _all_below(seeds: set, inputs: Sequence[tuple], outputs: Sequence[tuple]) -> bool:
+    """Whether every stored time lies at or below the one seed (loops, not `all()`
+    over a generator: this runs once per key of a loop's pass)."""
+    for u in seeds:
+        for _v, t, _r in inputs:
+            if not less_equal(t, u):
+                return False
+        for _o, t, _r in outputs:
+            if not less_equal(t, u):
+                return False
+    return True
+
+
 def replay_chain(seeds: Iterable[Any], inputs: Sequence[tuple], outputs: Sequence[tuple],
                  beyond: Callable[[Any], bool], correct: Correct
                  ) -> tuple[list[tuple], set, int] | None:
@@ -208,11 +221,8 @@ def replay_chain(seeds: Iterable[Any], inputs: Sequence[tuple], outputs: Sequenc
     at `u`, from the sums of the entries.
     """
     seeds = set(seeds)
-    if len(seeds) == 1:
+    if len(seeds) == 1 and _all_below(seeds, inputs, outputs):
         for u in seeds:
-            pass
-        if all(less_equal(t, u) for _v, t, _r in inputs) and all(
-                less_equal(t, u) for _o, t, _r in outputs):
             if beyond(u):
                 return [], {u}, 0
             acc_in: dict = {}
@@ -257,8 +267,10 @@ def replay_direct(seeds: Iterable[Any], inputs: Iterable[tuple], outputs: Iterab
     its general machinery for histories long enough to pay for it.  Its work grows
     with (times evaluated) x (history), so a long history must go to `replay`.
     """
-    inputs = list(inputs)
-    outputs = list(outputs)
+    # Consolidated first (a trace consolidates within batches, not across them):
+    # updates that cancel make no join to evaluate or to put off.
+    inputs = _consolidated(inputs)
+    outputs = _consolidated(outputs)
     seeds = set(seeds)
     others = {t for _v, t, _r in inputs}
     others.update(t for _o, t, _r in outputs)
@@ -283,6 +295,13 @@ def replay_direct(seeds: Iterable[Any], inputs: Iterable[tuple], outputs: Iterab
                 made.append((o, u, r))
                 outputs.append((o, u, r))
     return made, later, work
+
+
+def _consolidated(entries: Iterable[tuple]) -> list[tuple]:
+    acc: dict = {}
+    for v, t, r in entries:
+        add_to(acc, (v, t), r)
+    return [(v, t, r) for (v, t), r in acc.items()]
 
 
 def _fold(buffer: dict, base: dict, floor: Any) -> dict:

@@ -214,11 +214,18 @@ class Reduce(Operator):
                     emitted: list[Update]) -> None:
         pending = self._pending[key]
         if len(pending) == 1:
-            # The commonest case (a key touched once in a pass): no time to put back.
+            # The commonest case (a key touched once in a pass): no time to put back,
+            # one index entry to drop.
             (u,) = pending
             if beyond(u):
                 return
-            self._drop_pending(key)
+            del self._pending[key]
+            by_time = self._by_time
+            keys = by_time.touch(u)
+            del keys[key]
+            if not keys:
+                del by_time[u]
+                self._caps = None
             seeds = [u]
         else:
             seeds = [t for t in pending if not beyond(t)]
