@@ -154,8 +154,9 @@ class Dataflow(Graph):
         in `err.accepted` as well, and `discard(err)` retracts it at its own time.
         With `err.inputs == ()` no input is to blame: the failing operator
         (`err.operator`) meets data the dataflow already holds, a piece added since
-        the last run meeting what it imported; `drop()` the failing piece and run
-        again: the rest goes on.
+        the last run meeting what it imported (or an accepted update no longer
+        retractable, `ddflow.blame`); `drop()` the failing piece and run again: the
+        rest goes on.
 
         Updates complete only once their input's frontier passes their time.  When
         an input was given updates but its frontier has not moved since the last
@@ -206,14 +207,14 @@ class Dataflow(Graph):
             logging.record(started, time)
             try:
                 self._step(blame_inputs=False)
-            except DataflowError as err:
+            except BaseException as err:
+                # The user's step committed: its sessions ran, whatever stopped this.
                 logging.restore(saved)
                 for s in self.sessions:
                     if not logging.is_logging(s):
                         s.mark_ran()
-                raise _logging_failed(err) from err
-            except BaseException:
-                logging.restore(saved)
+                if isinstance(err, DataflowError):
+                    raise _logging_failed(err) from err
                 raise
         for s in self.sessions:
             s.mark_ran()
@@ -242,8 +243,10 @@ class Dataflow(Graph):
                 _with_inputs(exc, *(blame(self, exc, taken) or (None, ())
                                     if blame_inputs else ((), ())))
             raise
-        for session, updates in taken:
-            session.accepted(updates)
+        if blame_inputs:    # the logging's own records are never the user's to blame
+            for session, updates in taken:
+                if self._logging is None or not self._logging.is_logging(session):
+                    session.accepted(updates)
 
     def drop(self, what: Any) -> None:
         """Remove a piece added for a question (a `Capture`, or a collection's
@@ -290,21 +293,24 @@ class Dataflow(Graph):
         self._dropping = True
 
     def discard(self, err: DataflowError) -> list[tuple]:
-        """Withdraw the pending updates a failed `run()` blamed (`err.inputs`) from
-        their sessions and return them as `(session, data, time, diff)`: exactly
-        those, one pending copy each.  Raises `DataError` for an error that names no
-        inputs (not raised by a run, or not the data's fault) or whose inputs are
-        no longer pending; warns (`NothingDiscardedWarning`) when `err.inputs` is
-        empty: nothing pending is to blame, `drop()` the failing piece instead."""
+        """Undo the inputs a failed `run()` blamed (`err.inputs`) and return them as
+        `(session, data, time, diff)`: a pending update is withdrawn (one copy per
+        entry), an update an earlier run accepted (`err.accepted`) is retracted at
+        its own time, rows fed from a DataFrame (`(session, rows, None, None)`) are
+        withdrawn whole.  All or nothing: raises `DataError` for an error that
+        names no inputs (not raised by a run, or not the data's fault) or one of
+        whose inputs can no longer be undone; warns (`NothingDiscardedWarning`)
+        when `err.inputs` is empty: no input is to blame, `drop()` the failing piece
+        instead."""
         inputs = getattr(err, "inputs", None)
         if not isinstance(err, DataflowError) or inputs is None:
             raise DataError(f"discard(err) takes an error raised by run() that names the "
                             f"pending updates it comes from (err.inputs), not {err!r}")
         if not inputs:
             warnings.warn(NothingDiscardedWarning(
-                "discard(err): no pending update is to blame for this error (err.inputs "
-                "is empty): the failure comes from data already in the dataflow (met by a "
-                "piece added since the last run()); drop() the failing piece"),
+                "discard(err): no input is to blame for this error (err.inputs is "
+                "empty): the failure comes from data already in the dataflow, which no "
+                "discard can undo (see ddflow.blame); drop() the failing piece"),
                 stacklevel=2)
             return []
         sessions = list({id(u[0]): u[0] for u in inputs}.values())
@@ -450,8 +456,9 @@ def _with_inputs(err: DataflowError, inputs: tuple | None, accepted: tuple) -> N
                 + (" (retracts those at their time)" if accepted else ""))
     else:
         hint = ("no input is to blame: the failing operator meets data the dataflow "
-                "already holds (added since the last run(), it fails on what it "
-                "imported); drop() it")
+                "already holds (what a piece added since the last run() imported, or an "
+                "update accepted earlier that can no longer be retracted, see "
+                "ddflow.blame); drop() it")
     err.args = (f"{err.args[0]}; {hint}",) + err.args[1:]
 
 
