@@ -29,6 +29,7 @@ offending input and run again.
 from __future__ import annotations
 
 import contextlib
+import gc
 import warnings
 from typing import Any, Iterator
 
@@ -43,6 +44,29 @@ from ddflow.errors import (DataError, DataflowError, GraphError, NothingDiscarde
 from ddflow.graph import Graph, Node, Scope  # noqa: F401 - the graph model, re-exported
 from ddflow.input import InputOp, InputSession
 from operators.capture import CaptureOp  # noqa: F401 - re-exported from the front door
+
+
+#: Whether a run pauses Python's cyclic garbage collector while the engine works.
+#: A run allocates millions of small tuples (updates, times, trace entries) that
+#: live on in traces, and every full collection walks all of them: at 100k-300k
+#: nodes 42% of a graph load's CPU went to the collector (17-26 full collections,
+#: each longer than the last: what grows faster than the data at the large scale of
+#: `benchmarks/bench_graph_workloads.py`).  The engine's own structures hold no
+#: reference cycles, so nothing waits on the collector; it resumes after the run
+#: (as it was: a collector the caller turned off stays off) and collects once there.
+PAUSE_GC = True
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    if not PAUSE_GC or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class Dataflow(Graph):
@@ -210,7 +234,8 @@ class Dataflow(Graph):
         rollback, so there is nothing for a user to discard."""
         taken = [(s, s.take_pending()) for s in self.sessions]
         try:
-            self.engine.run(self, taken)
+            with _gc_paused():
+                self.engine.run(self, taken)
         except BaseException as exc:
             for session, updates in taken:
                 session.restore_pending(updates)
