@@ -226,7 +226,9 @@ class Capture:
         """Why is `record` in this output at `time` (None: the latest final time)?
         An `Explanation` (`ddflow.explain`): per input, the records, with their
         multiplicities at `time`, that reproduce `record` with its multiplicity there,
-        found by walking the dataflow backward from it; `check()` replays them."""
+        found by a backward dataflow from it (the maintained one of
+        `Dataflow.explain`, on a copy asked this one question); `check()` replays
+        them."""
         from ddflow.explain import explain, latest_final
         self._check_live()
         if time is None:

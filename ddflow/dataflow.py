@@ -354,6 +354,29 @@ class Dataflow(Graph):
                 self._logging = Logging(self)
         return self._logging
 
+    def explain(self, capture: Any = None) -> Any:
+        """Explanations of `capture`'s records, maintained as a dataflow beside this
+        one (`ddflow.explain.MaintainedExplanation`): insert records to explain into
+        its `questions` session; its `captures` hold the input records they demand,
+        updated at every `run()` with work that follows the change.  With no
+        `capture`, the dataflow's only one."""
+        from ddflow.explain import MaintainedExplanation
+        if capture is None:
+            if not self.captures:
+                raise GraphError("explain(): the dataflow has no captures: capture() the "
+                                 "collection whose records to explain", operator="explain")
+            if len(self.captures) > 1:
+                raise GraphError(f"explain(): the dataflow has {len(self.captures)} "
+                                 "captures: name the one to explain", operator="explain")
+            capture = self.captures[0]
+        if not isinstance(capture, Capture) or capture.dataflow is not self:
+            raise GraphError(f"explain() needs a capture of this dataflow, not {capture!r}",
+                             operator="explain")
+        if capture.node.scope.parent is not None:
+            raise GraphError("explain() explains a capture of the root scope",
+                             operator=capture.node.name)
+        return MaintainedExplanation(capture)
+
     def _time_operators(self) -> None:
         time_operators = getattr(self.engine, "time_operators", None)
         if time_operators is not None:

@@ -1,59 +1,37 @@
-"""Why is this record in my output?  One-off explanations of a capture's records.
+"""Why is this record in my output?  Explanations of a capture's records.
 
 Following Chothia, Liagouris, McSherry, Roscoe, "Explaining Outputs in Modern Data
 Analytics" (VLDB 2016): an explanation of an output record is a subset of the input
-that reproduces it, found by walking the dataflow *backward* from the record,
-operator by operator, each demanding of its inputs what its output record needs.
-This module isolates that walk and the replay that checks it; it leaves out the
-maintained form (a backward dataflow kept up to date as inputs change).
+that reproduces it, found by a *backward* dataflow running beside the forward one,
+each operator demanding of its inputs what its demanded output records need (the
+rules: `ddflow.explain_flow`).  This module gives it two faces over that one
+construction:
 
-How.  The dataflow's upstream cone of the capture is copied (`replicate`: the same
-nodes, built by the same factories, with a capture on every node, loop nodes
-included, so that each loop's rounds are seen: the "witness clone" of differential
-dataflow's explanation rewrite, `interactive/src/explain/`) and fed the inputs accumulated at the
-asked time `t`, all at the least time: by the accumulation law its output there is
-the original's at `t`.  Then demands travel backward, a demand being "record `x` of
-node `N`, accumulated at time `s`" (`s` is the least time outside loops, and
-`Product(outer, round)` inside them):
+* `MaintainedExplanation` (`Dataflow.explain(capture)`): the backward dataflow
+  built in the capture's own dataflow, its questions an input session, its
+  explanations captures maintained by every `run()`;
+* `explain` (`Capture.explain(record, time)`): the one-question convenience.  The
+  upstream cone of the capture is copied (`replicate`: the same nodes, built by the
+  same factories) and fed the inputs accumulated at `time`, all at the least time
+  (by the accumulation law its output there is the original's at `time`); the
+  backward dataflow is built on the copy with the one question, and read.
 
-* linear (map, filter, flat_map, explode, negate, inspect): the input records whose
-  image holds `x` (the operator applied to each record alone);
-* concat: `x` in every input holding it; arrange, consolidate, capture: `x` itself;
-* join, join_map, join_core, semijoin: both sides of every matching pair giving `x`;
-* reduce, count, sum, distinct, threshold, `distinct_trace`: the whole group of
-  `x`'s key (the output is a function of the group), but for `min` / `max` only the
-  records holding the winning value or a better one (those cancel in the full
-  run; they alone give the same winner);
-* enter: `x` outside, at the outer time; feedback (a loop variable): `x` one round
-  earlier; leave: `x` inside at the *last round it changed* (for a record that only
-  appears, the round it first appears, so reachability explains a node by the edges
-  of its shortest paths from the roots, not by the whole reached graph);
-* any other operator (worst-case optimal joins): everything its inputs hold then.
-
-Every rule reads an input's *support* at `s`, not its accumulation: the records
-with any update at or before `s` there, cancelled ones included.  A record that
-cancels to zero in the full run (`x.antijoin(y)` holding `x`'s record and its
-negation) may not cancel on a subset of the input, so a demand must reach it too:
-`x.antijoin(y).concat(x)` explains `x`'s record by `y`'s as well, else the replay
-would give it twice.
-
-At the inputs the demands are the explanation, each record with its multiplicity
-at `t`.  Outputs of other keys and updates after `t` never enter it.  Operators that
-move records in time (`delay`, `join_function`) have no backward rule here and are
-refused.  `Explanation.check()` replays a fresh copy on the explanation alone.
+Both key the explanation by input (`input_labels`), each demanded record with its
+multiplicity at the time.  Outputs of other keys and updates after the time never
+enter it.  `Explanation.check()` replays a fresh copy on the explanation alone and
+compares with the original capture.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Iterable
 
-from lattice import Product, join, less_equal
+from lattice import join
+from ddflow.errors import GraphError, TimeError
+from ddflow.explain_flow import TIMED_STAGES, BackwardFlow
 from ddflow.graph import Node, Scope, cone
 from operators.capture import CaptureOp
-from ddflow.errors import GraphError, TimeError
-
-#: Linear stages with no backward rule here: they move records in time.
-_TIMED_STAGES = ("delay", "join_function")
 
 
 class Explanation:
@@ -97,6 +75,83 @@ class Explanation:
                 f"{parts})")
 
 
+class MaintainedExplanation:
+    """The explanation of a capture's records, maintained as a dataflow in the
+    capture's own dataflow (`Dataflow.explain`; see `ddflow.explain_flow`).
+
+    `questions`: an `InputSession` of the records to explain (insert, remove,
+    `advance_to` and `close` it like any input: an explanation at a time is final
+    once the questions are too).  `captures`: per input upstream of the capture
+    (labelled as `Explanation.inputs`), a `Capture` of records `(question, input
+    record)`: what each question present at a time demands, with the input record's
+    multiplicity then, updated at every `run()`.  `explanation(record, time)` reads
+    one question's (with its `check()`), `inputs(time)` all of them together;
+    `work()` counts what maintaining it cost."""
+
+    def __init__(self, capture: Any) -> None:
+        self.capture = capture
+        df = capture.dataflow
+        mark = len(df.nodes)
+        with df.building():
+            self.questions, asked = df.new_collection(f"{capture.node.name}.questions")
+            flow = BackwardFlow(capture.node, asked)
+            labels = input_labels(flow.nodes)
+            self.captures = {labels[id(n)]: flow.inputs[id(n)].capture(
+                f"explain.{labels[id(n)]}") for n in flow.nodes if n.kind == "input"}
+            # Read back through a capture, which every engine serves (a BSP engine
+            # keeps an input's contents on its shards).
+            self._asked = asked.capture("explain.asked")
+        #: The nodes of the explanation (those of its questions input included).
+        self.nodes = df.nodes[mark:]
+
+    def _time(self, time: Any) -> Any:
+        return latest_final_of(self.capture.dataflow) if time is None else time
+
+    def asked(self, time: Any = None) -> dict:
+        """The questions present at `time` (`{record: multiplicity}`)."""
+        return dict(self._asked.at(self._time(time)))
+
+    def explanation(self, record: Any, time: Any = None) -> Explanation:
+        """The explanation of question `record` at `time` (default: the latest final
+        time), as `Capture.explain` gives it, read from the maintained captures.
+        A `GraphError` when `record` is not asked then or not in the capture's output
+        then; a `NotFinalError` when `time` is not final."""
+        time = self._time(time)
+        name = self.capture.node.name
+        try:
+            asked = self.asked(time).get(record, 0)
+        except TypeError:
+            asked = 0           # unhashable: never asked
+        if not asked:
+            raise GraphError(f"explain: {record!r} is not a question of '{name}' at "
+                             f"{time!r}: insert it into the questions first",
+                             operator=name, record=record, time=time)
+        inputs = {label: {x: m for (q, x), m in cap.at(time).items() if q == record}
+                  for label, cap in self.captures.items()}
+        mult = self.capture.at(time).get(record, 0)
+        if not mult:
+            raise GraphError(f"explain: {record!r} is not in '{name}' at {time!r}",
+                             operator=name, record=record, time=time)
+        return Explanation(self.capture, record, time, mult, inputs)
+
+    def inputs(self, time: Any = None) -> dict[Any, dict]:
+        """The explanation of every question at `time` together: `{input label:
+        {data: multiplicity at time}}` (each question as `explanation` reads it)."""
+        time = self._time(time)
+        out: dict[Any, dict] = {label: {} for label in self.captures}
+        for record in self.asked(time):
+            for label, recs in self.explanation(record, time).inputs.items():
+                out[label].update(recs)
+        return out
+
+    def work(self) -> int:
+        """Records processed by the explanation's operators so far (records in plus
+        trace records read, as `Dataflow.total_work` counts them)."""
+        ids = {n.id for n in self.nodes}
+        return sum(row["records_in"] + row["work"]
+                   for row in self.capture.dataflow.metrics() if row["id"] in ids)
+
+
 # -- the copy ---------------------------------------------------------------------
 
 def input_labels(nodes: Iterable[Any]) -> dict[int, Any]:
@@ -118,15 +173,17 @@ def input_labels(nodes: Iterable[Any]) -> dict[int, Any]:
     return labels
 
 
-def replicate(target: Any, contents: dict[Any, dict], *, observe: bool, reader: type
-              ) -> tuple[Any, dict[int, Any]]:
+def replicate(target: Any, contents: dict[Any, dict], *, observe: bool, reader: type,
+              prepare: Any = None, time: Any = None) -> tuple[Any, dict[int, Any]]:
     """A fresh dataflow holding a copy of the cone of node `target` (a capture's, or
     any collection's), its inputs fed `contents` (`{input label: {data:
     multiplicity}}`, labels from `input_labels` of the cone) at the least time and
     closed, and run.  With `observe`, every copied node has a
     capture of its own (in loops too), else `target` alone; `reader` is the class
-    reading them (`ddflow.capture.Capture`).  Returns the copy and
-    `{id(original node): capture of its copy}`."""
+    reading them (`ddflow.capture.Capture`); `prepare(copy, captures)`, when given,
+    builds more on the copy before it runs; `time`, the copy's least time (default:
+    the original's).  Returns the copy and `{id(original node): capture of its
+    copy}`."""
     # The copy is made of the original's own classes (its `Dataflow`, the reader of
     # its captures): this module sits beside them in the front door, below neither.
     original = target.dataflow
@@ -135,11 +192,11 @@ def replicate(target: Any, contents: dict[Any, dict], *, observe: bool, reader: 
     labels = input_labels(nodes)
     for n in nodes:
         for stage in getattr(n, "stages", ()):
-            if stage[0] in _TIMED_STAGES:
+            if stage[0] in TIMED_STAGES:
                 raise GraphError(f"explain: '{n.name}' uses {stage[0]}, which moves "
                                  "records in time: explanations do not follow it",
                                  operator=n.name)
-    copy = Dataflow(original.time, fuse=False)
+    copy = Dataflow(original.time if time is None else time, fuse=False)
     scopes: dict[int, Any] = {id(original.root): copy.root}
 
     def scope_of(s: Any) -> Any:
@@ -178,6 +235,8 @@ def replicate(target: Any, contents: dict[Any, dict], *, observe: bool, reader: 
         node = Node(copy, target.scope, f"{n.name}.observed", "capture", [target],
                     lambda w, ops: CaptureOp("observed"))
         caps[id(n)] = reader(copy, node)
+    if prepare is not None:
+        prepare(copy, caps)
     least = copy.root.minimum
     for session, recs in sessions:
         for data, mult in recs.items():
@@ -219,176 +278,74 @@ def input_contents(node: Any, time: Any) -> dict[Any, dict]:
     return out
 
 
+class _Asking:
+    """The copy a capture's one-off explanations at one time are read from: the
+    cone fed the inputs of that time, with a backward flow whose questions come one
+    per (int) time of the copy, each read at its own; demands are tagged by their
+    question, so an earlier one never shows in a later one's answer.  Building and
+    compiling the copy is most of an explanation's cost: a second record at the
+    same time is one small incremental run."""
+
+    def __init__(self, capture: Any, time: Any) -> None:
+        self.time = time
+        self.contents = input_contents(capture.node, time)
+        built: dict = {}
+
+        def ask(copy: Any, caps: dict) -> None:
+            observed = caps[id(capture.node)]
+            session, questions = copy.new_collection("explain.questions")
+            flow = BackwardFlow(observed.node, questions)
+            built["session"] = session
+            built["inputs"] = {id(n): flow.inputs[id(n)].capture("explain.input")
+                               for n in flow.nodes if n.kind == "input"}
+            built["labels"] = input_labels(flow.nodes)
+
+        # The copy runs at int times whatever the original's: its inputs hold one
+        # time's contents, and the questions take one time each.
+        self.copy, caps = replicate(capture.node, self.contents, observe=False,
+                                    reader=type(capture), prepare=ask, time=0)
+        self.output = caps[id(capture.node)].at(0)
+        self.session = built["session"]
+        self.inputs = built["inputs"]
+        self.labels = built["labels"]
+        self.answers: dict = {}
+
+    def explain(self, capture: Any, record: Any) -> Explanation:
+        try:
+            mult = self.output.get(record, 0)
+        except TypeError:
+            mult = 0            # unhashable: in no output
+        if not mult:
+            raise GraphError(f"explain: {record!r} is not in '{capture.node.name}' at "
+                             f"{self.time!r}", operator=capture.node.name, record=record,
+                             time=self.time)
+        if record not in self.answers:
+            t = self.session.time
+            self.session.update_at(record, t, 1)
+            self.session.advance_to(t + 1)
+            self.copy.run()
+            inputs: dict[Any, dict] = {label: {} for label in self.contents}
+            for node_id, cap in self.inputs.items():
+                inputs[self.labels[node_id]] = {x: m for (q, x), m in cap.at(t).items()
+                                                if q == record}
+            self.answers[record] = inputs
+        inputs = {label: dict(recs) for label, recs in self.answers[record].items()}
+        return Explanation(capture, record, self.time, mult, inputs)
+
+
+#: Per capture, the copy of its latest explained time (`_Asking`).
+_ASKING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def explain(capture: Any, record: Any, time: Any) -> Explanation:
-    """The one-off explanation of `record` at `time` (see the module docstring)."""
-    contents = input_contents(capture.node, time)
-    copy, caps = replicate(capture.node, contents, observe=True, reader=type(capture))
-    least = copy.root.minimum
-    out = caps[id(capture.node)].at(least)
-    mult = out.get(record, 0)
-    if not mult:
-        raise GraphError(f"explain: {record!r} is not in '{capture.node.name}' at "
-                         f"{time!r}", operator=capture.node.name, record=record, time=time)
-    walk = _Walk(copy, caps)
-    demands = walk.run(capture.node, record, least)
-    labels = input_labels(cone(capture.node))
-    inputs: dict[Any, dict] = {label: {} for label in contents}
-    for n, recs in demands.items():
-        label = labels[id(n)]
-        for data in recs:
-            inputs[label][data] = contents[label][data]
-    return Explanation(capture, record, time, mult, inputs)
-
-
-class _Walk:
-    """Demands travelling backward over the observed copy."""
-
-    def __init__(self, copy: Any, caps: dict[int, Any]) -> None:
-        self.copy = copy
-        self.caps = caps
-        self._support: dict[tuple, list] = {}
-        self._raw: dict[int, list] = {}
-        self._updates: dict[int, list] = {}
-        self._lineage: dict[tuple, dict] = {}
-
-    def updates(self, node: Any) -> list:
-        u = self._updates.get(id(node))
-        if u is None:
-            u = self._updates[id(node)] = self.caps[id(node)].updates
-        return u
-
-    def support(self, node: Any, time: Any) -> list:
-        """The records of `node` with any update at or before `time`, as the copy's
-        operators sent them (before consolidation: cancelled records included), in
-        first-seen order."""
-        key = (id(node), time)
-        out = self._support.get(key)
-        if out is None:
-            raw = self._raw.get(id(node))
-            if raw is None:
-                cap_node = self.caps[id(node)].node
-                raw = self._raw[id(node)] = self.copy.engine.captured_since(cap_node, None)[0]
-            out = self._support[key] = list(dict.fromkeys(
-                d for d, s, _r in raw if less_equal(s, time)))
-        return out
-
-    def ops(self, node: Any) -> Any:
-        # The copy's operator for an original node: for its parameters (join kind and
-        # logic, reduce logic), never its state.
-        cap_node = self.caps[id(node)].node
-        return self.copy.engine.operators(cap_node.inputs[0])[0]
-
-    def run(self, node: Any, record: Any, time: Any) -> dict:
-        found: dict = {}
-        seen: set = set()
-        work = [(node, record, time)]
-        while work:
-            n, x, t = work.pop()
-            if (id(n), x, t) in seen:
-                continue
-            seen.add((id(n), x, t))
-            if n.kind == "input":
-                found.setdefault(n, set()).add(x)
-                continue
-            work.extend(self.demand(n, x, t))
-        return found
-
-    def demand(self, n: Any, x: Any, t: Any) -> Iterable[tuple]:
-        kind = n.kind
-        ins = n.inputs
-        if kind in ("capture", "consolidate"):
-            return [(ins[0], x, t)]
-        if kind == "arrange":
-            op = self.ops(n)
-            return [(ins[0], x[0] if op.by_self else x, t)]
-        if kind == "concat":
-            return [(p, x, t) for p in ins if x in self.support(p, t)]
-        if kind == "linear":
-            return [(ins[0], y, t) for y in self.linear_sources(n, x, t)]
-        if kind == "enter":
-            return [(ins[0], x, t[0])]
-        if kind == "feedback":
-            if t[1] == 0:
-                return []
-            return [(ins[0], x, Product(t[0], t[1] - 1))]
-        if kind == "leave":
-            return [(ins[0], x, self.settled(ins[0], x, t))]
-        if kind == "join":
-            return self.join_sources(n, x, t)
-        if kind == "reduce":
-            return self.group_sources(n, x, t)
-        # No rule: everything the inputs hold then (sound, not concise).
-        return [(p, y, t) for p in ins for y in self.support(p, t)]
-
-    def linear_sources(self, n: Any, x: Any, t: Any) -> list:
-        key = (id(n), t)
-        lineage = self._lineage.get(key)
-        if lineage is None:
-            lineage = self._lineage[key] = {}
-            op = n.factory(0, lambda _n: None)      # a fresh linear: no state read
-            for y in self.support(n.inputs[0], t):
-                op.on_input(0, [(y, t, 1)])
-                for z, _s, r in op.take_output():
-                    if r:
-                        lineage.setdefault(z, []).append(y)
-        return lineage.get(x, [])
-
-    def join_sources(self, n: Any, x: Any, t: Any) -> list:
-        key = (id(n), t)
-        lineage = self._lineage.get(key)
-        if lineage is None:
-            lineage = self._lineage[key] = {}
-            op = self.ops(n)
-            left, right = n.inputs
-            by_key: dict = {}
-            for rec in self.support(right, t):
-                by_key.setdefault(rec[0], []).append(rec)
-            for a in self.support(left, t):
-                for b in by_key.get(a[0], ()):
-                    for z in _join_outputs(op, a, b):
-                        lineage.setdefault(z, []).append((a, b))
-        left, right = n.inputs
-        out = []
-        for a, b in lineage.get(x, ()):
-            out.append((left, a, t))
-            out.append((right, b, t))
-        return out
-
-    def group_sources(self, n: Any, x: Any, t: Any) -> list:
-        from operators import reduce as red
-        source = n.inputs[0]
-        op = self.ops(n)
-        logic = getattr(op, "logic", None)
-        # A reduce gives (key, output); `distinct_trace` gives the record itself.
-        k = x[0] if logic is not None else x
-        group = [rec for rec in self.support(source, t) if rec[0] == k]
-        # The winner's holders, and any record that would beat it were it not
-        # cancelled in the full run (it may not be on a subset).
-        if logic is red.min_logic:
-            group = [rec for rec in group if rec[1] <= x[1]]
-        elif logic is red.max_logic:
-            group = [rec for rec in group if rec[1] >= x[1]]
-        return [(source, rec, t) for rec in group]
-
-    def settled(self, inner: Any, x: Any, t: Any) -> Any:
-        """The round from which `x`'s accumulation inside the loop no longer changes
-        at outer time `t`: the last round of an update of `x` there."""
-        last = 0
-        for y, s, r in self.updates(inner):
-            if y == x and r and less_equal(s[0], t):
-                last = max(last, s[1])
-        return Product(t, last)
-
-
-def _join_outputs(op: Any, a: tuple, b: tuple) -> list:
-    k = a[0]
-    if op.kind == "join":
-        return [(k, (a[1], b[1]))]
-    if op.kind == "semijoin":
-        return [a]
-    if op.kind == "map":
-        return [op.logic(k, a[1], b[1])]
-    return list(op.logic(k, a[1], b[1]))
+    """The one-off explanation of `record` at `time`: the maintained one
+    (`ddflow.explain_flow.BackwardFlow`) built on a copy of the dataflow fed the
+    inputs accumulated at `time` (`_Asking`, kept for the next record asked at the
+    same time), asked this one question."""
+    asking = _ASKING.get(capture)
+    if asking is None or asking.time != time:
+        asking = _ASKING[capture] = _Asking(capture, time)
+    return asking.explain(capture, record)
 
 
 def latest_final(capture: Any) -> Any:
@@ -435,5 +392,5 @@ def latest_final_of(df: Any) -> Any:
     return max(times, default=least)
 
 
-__all__ = ["Explanation", "cone", "contents_at", "explain", "input_labels", "latest_final",
+__all__ = ["Explanation", "MaintainedExplanation", "cone", "contents_at", "explain", "input_labels", "latest_final",
            "latest_final_of", "replay", "replicate"]
