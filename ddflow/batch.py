@@ -46,12 +46,30 @@ class Batch:
     cached decoding is the one attribute set after construction.
     """
 
-    __slots__ = ("lower", "upper", "since", "len", "cols", "_data", "__weakref__")
+    __slots__ = ("lower", "upper", "since", "len", "cols", "_data", "_reads", "__weakref__")
 
     def __init__(self, lower: Antichain, upper: Antichain, since: Antichain,
                  data: dict | None, len: int, cols: Columns | None = None) -> None:
         self.lower, self.upper, self.since = lower, upper, since
         self._data, self.len, self.cols = data, len, cols
+        self._reads = 0
+
+    def get(self, key: Any) -> tuple:
+        """`key`'s `(val, time, diff)` entries, `()` if none.  A columnar batch not yet
+        decoded serves it from its columns (`columnar.key_entries`, a binary search):
+        a join with a small delta, or a reduce's few general keys, read a handful of
+        keys of a big batch, and decoding all of it for them cost its size in time
+        and ~100 bytes an entry kept beside the columns.  Once reads have touched a
+        sixteenth of the batch it is decoded and read by dict."""
+        d = self._data
+        if d is None:
+            if self._reads <= self.len >> 4:
+                got = columnar.key_entries(self.cols, key)
+                if got is not None:
+                    self._reads += 1
+                    return got
+            d = self.data
+        return d.get(key, ())
 
     @property
     def data(self) -> dict:

@@ -27,9 +27,12 @@ rows strictly increasing in (key, val, time), no zero diff, shapes consistent.
 
 from __future__ import annotations
 
+import gc
 from contextlib import contextmanager
+from functools import wraps
 from itertools import chain
-from typing import Any, Iterator, Sequence
+from operator import itemgetter
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
@@ -95,6 +98,26 @@ def wants_column_build(n: int) -> bool:
     """Whether a batch built from `n` update triples should try columns."""
     t = _threshold
     return t is not None and n >= t * BUILD_FACTOR and n > 0
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _gc_paused(f: _F) -> _F:
+    """Run `f` with Python's cyclic garbage collector paused.  Encoding and decoding
+    make or drop up to millions of tuples, none in a cycle, and each few hundred
+    allocations let the collector traverse the young ones again (profiled: decoding
+    600k updates took 1.18 s with it, 0.31 s without)."""
+    @wraps(f)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        if not gc.isenabled():
+            return f(*args, **kwargs)
+        gc.disable()
+        try:
+            return f(*args, **kwargs)
+        finally:
+            gc.enable()
+    return paused  # type: ignore[return-value]
 
 
 class Columns:
@@ -193,34 +216,43 @@ def _encode_times(times: Sequence[Any], n: int) -> tuple[np.ndarray, bool] | Non
     return None
 
 
+def _split(updates: Sequence[Any], width: int) -> list[list] | None:
+    """The fields of equal-width tuples as one list each, or None if some element is
+    not a tuple of that width.  (`zip(*updates)` passes every element as an argument
+    of one call: 0.65 s for 600k triples against 0.07 s for these maps.)"""
+    if set(map(type, updates)) != {tuple} or set(map(len, updates)) != {width}:
+        return None
+    return [list(map(itemgetter(i), updates)) for i in range(width)]
+
+
+@_gc_paused
 def encode(updates: Sequence[tuple], sort: bool = True) -> Columns | None:
     """Columns of `((key, val), time, diff)` triples (consolidated), or None when
     they are not all plain (then the caller keeps rows)."""
     n = len(updates)
     if not n:
         return None
-    try:
-        kvs, times, diffs = zip(*updates)
-    except (TypeError, ValueError):
+    fields = _split(updates, 3)
+    if fields is None:
         return None
-    if len(kvs) != n or set(map(type, kvs)) != {tuple} or set(map(len, kvs)) != {2}:
+    kvs, times, diffs = fields
+    kv = _split(kvs, 2)
+    if kv is None:
         return None
-    keys, vals = zip(*kvs)
-    return _encode_parts(keys, vals, times, diffs, n, sort)
+    return _encode_parts(kv[0], kv[1], times, diffs, n, sort)
 
 
+@_gc_paused
 def encode_records(updates: Sequence[tuple]) -> Columns | None:
     """Columns of unkeyed `(data, time, diff)` triples (the data as the key, the
     value `()`), consolidated; None when they are not all plain."""
     n = len(updates)
     if not n:
         return None
-    try:
-        data, times, diffs = zip(*updates)
-    except (TypeError, ValueError):
+    fields = _split(updates, 3)
+    if fields is None:
         return None
-    if len(data) != n:
-        return None
+    data, times, diffs = fields
     return _encode_parts(data, None, times, diffs, n, True)
 
 
@@ -366,6 +398,8 @@ def decode_times(c: Columns) -> list:
 def _times_list(times: np.ndarray, product: bool) -> list:
     if not product:
         return times[:, 0].tolist()
+    if len(times) < 16:
+        return [Product(o, i) for o, i in times.tolist()]
     # Few distinct times: build each `Product` once, indexed by a one-column code.
     uniq, inv = _distinct_rows(times)
     objs = [Product(o, i) for o, i in uniq.tolist()]
@@ -400,6 +434,7 @@ def _distinct_rows(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inv
 
 
+@_gc_paused
 def decode(c: Columns) -> dict:
     """The row layout: `key -> ((val, time, diff), ...)`, keys in sorted order."""
     n = len(c)
@@ -412,6 +447,7 @@ def decode(c: Columns) -> dict:
     return dict(zip(keys, [tuple(entries[a:b]) for a, b in zip(bounds, bounds[1:])]))
 
 
+@_gc_paused
 def updates(c: Columns) -> list[tuple]:
     """The batch as `((key, val), time, diff)` triples, in column order."""
     return list(zip(zip(_decode_col(c.keys, c.kshape), _decode_col(c.vals, c.vshape)),
@@ -428,6 +464,7 @@ def entered(c: Columns) -> Columns:
     return Columns(c.keys, c.vals, times, c.diffs, c.kshape, c.vshape, True)
 
 
+@_gc_paused
 def join_updates(delta: Columns, other: Columns, flipped: bool, sign: int,
                  kind: str) -> tuple[list, int]:
     """The `join` / `semijoin` outputs of delta rows against another side's columns:
@@ -450,6 +487,20 @@ def join_updates(delta: Columns, other: Columns, flipped: bool, sign: int,
     return list(zip(zip(keys, zip(a, b)), t, r)), n
 
 
+@_gc_paused
+def consolidate_records(updates: list) -> list | None:
+    """`(data, time, diff)` triples consolidated by the columnar kernels (sorted by
+    data, then time), or None when they are not plain.  When nothing combines or
+    cancels, `updates` itself: no dict of every `(data, time)`, no second list of
+    tuples (profiled: 600k edges with Product times consolidated in 0.66 s against
+    1.8 s by dict; for int times even, and no copy held at the peak)."""
+    c = encode_records(updates)
+    if c is None:
+        return None
+    return updates if len(c) == len(updates) else records(c)
+
+
+@_gc_paused
 def records(c: Columns) -> list[tuple]:
     """Unkeyed columns (`encode_records`) back to `(data, time, diff)` triples."""
     return list(zip(_decode_col(c.keys, c.kshape), decode_times(c), c.diffs.tolist()))
@@ -502,6 +553,38 @@ def group_sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return out
 
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def key_entries(c: Columns, key: Any) -> tuple | None:
+    """One key's `(val, time, diff)` entries (`()` if it has none) by binary search
+    in the sorted key columns, decoding only its rows; None when `key` is not of the
+    columns' plain layout (a float or bool can equal an int key: the caller reads
+    the decoded rows, where Python's equality decides)."""
+    kshape = c.kshape
+    if kshape < 0:
+        parts: tuple = (key,)
+        if type(key) is not int:
+            return None
+    elif type(key) is not tuple or len(key) != kshape or not all(type(x) is int for x in key):
+        return None
+    else:
+        parts = key
+    lo, hi = 0, len(c)
+    keys = c.keys
+    for i, x in enumerate(parts):
+        if not _INT64_MIN <= x <= _INT64_MAX:
+            return ()
+        col = keys[lo:hi, i]
+        a = int(col.searchsorted(x, "left"))
+        b = int(col.searchsorted(x, "right"))
+        lo, hi = lo + a, lo + b
+        if lo == hi:
+            return ()
+    return tuple(zip(_decode_col(c.vals[lo:hi], c.vshape), _times_list(c.times[lo:hi], c.product),
+                     c.diffs[lo:hi].tolist()))
+
+
 def encode_keys(keys: Sequence[Any]) -> tuple[np.ndarray, int] | None:
     """Keys as a key column set (`Columns.keys`, with its `kshape`), or None when
     they are not plain."""
@@ -520,9 +603,9 @@ def _key_codes(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndar
     stays sorted by code."""
     if left.shape[1] == 1:
         return left[:, 0], right[:, 0]
-    if left.shape[1] == 0:
-        return np.zeros(len(left), dtype=np.int64), np.zeros(len(right), dtype=np.int64)
     both = np.concatenate([left, right])
+    if left.shape[1] == 0 or len(both) == 0:
+        return np.zeros(len(left), dtype=np.int64), np.zeros(len(right), dtype=np.int64)
     lo, hi = both.min(axis=0), both.max(axis=0)
     span = 1
     for a, b in zip(lo.tolist(), hi.tolist()):
@@ -541,7 +624,7 @@ def _key_codes(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndar
 __all__ = ["Columns", "encode", "encode_records", "records", "entered", "join_updates",
            "encode_frontier", "encode_keys", "encode_times", "consolidate", "advance",
            "in_advance_of", "merge", "decode", "updates", "join_pairs", "key_rows",
-           "group_sums", "decode_values", "columnar",
+           "group_sums", "decode_values", "key_entries", "consolidate_records", "columnar",
            "columnar_min", "set_columnar_min", "wants_columns", "wants_column_build",
            "wants_column_join",
            "COLUMNAR_MIN", "BUILD_FACTOR"]

@@ -204,10 +204,10 @@ class Trace:
         """
         batches = self._batches
         if len(batches) == 1:
-            return list(batches[0].data.get(key, ()))
+            return list(batches[0].get(key))
         out: list = []
         for b in batches:
-            entries = b.data.get(key)
+            entries = b.get(key)
             if entries:
                 out.extend(entries)
         return out

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Sequence
 from lattice import Antichain, Product, advance_by
 from lattice.antichain import in_advance
 from operators.base import Operator, Update
-from ddflow.updates import consolidate_unsorted
+from ddflow.updates import consolidate_unsorted, entered
 from operators.undo import UndoDict
 from ddflow import columnar
 from ddflow.errors import DataError
@@ -192,7 +192,7 @@ class EnteredTrace:
         self.arrangement = arrangement
 
     def get(self, key: Any) -> list:
-        return [(v, Product(t, 0), r) for v, t, r in self.arrangement.trace.get(key)]
+        return entered(self.arrangement.trace.get(key))
 
     def column_view(self) -> tuple[list, Any]:
         """`Trace.column_view` of the outer trace, times entered."""
@@ -201,7 +201,7 @@ class EnteredTrace:
             # Entered Product times are nested Products: not plain, so rows.
             return [], self.get
         return ([columnar.entered(c) for c in cols],
-                lambda key: [(v, Product(t, 0), r) for v, t, r in get(key)])
+                lambda key: entered(get(key)))
 
     def key_histories(self, key: Any, floor: Any) -> list[KeyHistory]:
         entries = self.get(key)
@@ -233,7 +233,7 @@ class EnteredArrangement(Operator):
 
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
-        self.emit([(d, Product(t, 0), r) for d, t, r in updates])
+        self.emit(entered(updates))
 
     def register_reader(self) -> int:
         return self.outer.register_reader()

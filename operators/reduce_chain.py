@@ -183,12 +183,12 @@ def chain_corrections_columns(keys: list[tuple[Any, Any]], inputs: Any, outputs:
     declined: list = []
     append = made.append
     for i, (key, u), is_late, tot in zip(range(n), keys, late.tolist(), total.tolist()):
+        ins = in_rows(key)
+        outs = out_rows(key)
+        work += len(ins) + len(outs)      # read, as `chain_corrections` counts them
         if is_late:
             declined.append((key, u))
             continue
-        ins = in_rows(key)
-        outs = out_rows(key)
-        work += len(ins) + len(outs)
         ok = True
         for v, t, r in ins:
             if v != () or not less_equal(t, u):
