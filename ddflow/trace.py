@@ -54,6 +54,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from lattice import Antichain, less_equal, sort_key
 
+from ddflow import columnar
 from ddflow.batch import Batch, Entry, merge_batches, require_antichain
 from ddflow.errors import BatchError, CompactionError
 from ddflow.key_history import KeyHistory
@@ -229,6 +230,22 @@ class Trace:
                     out.extend(entries)
             return out
         return cols, get
+
+    def column_batches(self, limit: int) -> list | None:
+        """Every batch as `Columns`, for readers whose kernels take only columns: the
+        row batches encoded (and kept on the batch: it is immutable, and the next
+        pass reads it again) when they hold at most `limit` updates in all; None when
+        they hold more or are not plain (the reader then goes key by key)."""
+        rows = [b for b in self._batches if b.cols is None]
+        if rows:
+            if sum(b.len for b in rows) > limit:
+                return None
+            for b in rows:
+                c = columnar.encode(b.update_list())
+                if c is None:
+                    return None
+                b.cols = c
+        return [b.cols for b in self._batches]
 
     def key_histories(self, key: Any, floor: Any) -> list[KeyHistory]:
         """`key`'s updates in each batch as a `KeyHistory` advanced by `floor`, for a

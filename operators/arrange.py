@@ -203,6 +203,13 @@ class EnteredTrace:
         return ([columnar.entered(c) for c in cols],
                 lambda key: entered(get(key)))
 
+    def column_batches(self, limit: int) -> list | None:
+        """`Trace.column_batches` of the outer trace, times entered."""
+        cols = self.arrangement.trace.column_batches(limit)
+        if cols is None or any(c.product for c in cols):
+            return None
+        return [columnar.entered(c) for c in cols]
+
     def key_histories(self, key: Any, floor: Any) -> list[KeyHistory]:
         entries = self.get(key)
         return [KeyHistory.build(entries, floor)] if entries else []

@@ -135,16 +135,28 @@ def chain_corrections_of(keys: list[tuple[Any, Any]], inputs: Any, outputs: Any,
     return chain_corrections(keys, inputs.get, outputs.get, logic, made)
 
 
+#: A pass reads every batch as columns (row batches encoded) when the row batches of
+#: a trace hold at most this many updates per key evaluated; beyond, key by key.
+ENCODE_ROWS_PER_KEY = 8
+
+
 def chain_corrections_columns(keys: list[tuple[Any, Any]], inputs: Any, outputs: Any,
                               logic: Callable, made: list) -> tuple[list, int] | None:
-    """`chain_corrections`, reading the columnar batches of the `inputs` and
-    `outputs` traces by vectorized kernels (no decoding of the batch), the row
-    batches by key; None (nothing done) when neither trace has columns, or the keys
-    or times are not plain in the columns' layout."""
-    in_cols, in_rows = inputs.column_view()
-    out_cols, out_rows = outputs.column_view()
-    if not in_cols and not out_cols:
-        return None
+    """`chain_corrections`, reading the `inputs` and `outputs` traces' columnar
+    batches by vectorized kernels (no decoding of the batch): all of their batches
+    when the row batches are few enough to encode (`Trace.column_batches`), else the
+    columnar ones, and the row batches key by key.  None (nothing done) when neither
+    trace has columns, or the keys or times are not plain in the columns' layout."""
+    n = len(keys)
+    limit = ENCODE_ROWS_PER_KEY * n
+    in_cols = inputs.column_batches(limit)
+    out_cols = outputs.column_batches(limit) if in_cols is not None else None
+    in_rows = out_rows = None
+    if in_cols is None or out_cols is None:
+        in_cols, in_rows = inputs.column_view()
+        out_cols, out_rows = outputs.column_view()
+        if not in_cols and not out_cols:
+            return None
     ks = columnar.encode_keys([k for k, _u in keys])
     us = columnar.encode_times([u for _k, u in keys])
     if ks is None or us is None:
@@ -153,7 +165,6 @@ def chain_corrections_columns(keys: list[tuple[Any, Any]], inputs: Any, outputs:
     uarr, product = us
     if any(c.kshape != kshape or c.product != product for c in in_cols + out_cols):
         return None
-    n = len(keys)
     late = np.zeros(n, dtype=bool)       # a stored time not <= u, or a value other than ()
     # Each batch's diffs sum below 2^62 in absolute value; two could overflow int64.
     total = np.zeros(n, dtype=np.int64 if len(in_cols) < 2 else object)
@@ -183,34 +194,37 @@ def chain_corrections_columns(keys: list[tuple[Any, Any]], inputs: Any, outputs:
     declined: list = []
     append = made.append
     for i, (key, u), is_late, tot in zip(range(n), keys, late.tolist(), total.tolist()):
-        ins = in_rows(key)
-        outs = out_rows(key)
-        work += len(ins) + len(outs)      # read, as `chain_corrections` counts them
+        outs: list = []
+        if in_rows is not None:
+            ins = in_rows(key)
+            outs = out_rows(key)
+            work += len(ins) + len(outs)      # read, as `chain_corrections` counts them
+            if not is_late:
+                for v, t, r in ins:
+                    if v != () or not less_equal(t, u):
+                        is_late = True
+                        break
+                    tot += r
+                else:
+                    for _o, t, _r in outs:
+                        if not less_equal(t, u):
+                            is_late = True
+                            break
         if is_late:
             declined.append((key, u))
             continue
-        ok = True
-        for v, t, r in ins:
-            if v != () or not less_equal(t, u):
-                ok = False
-                break
-            tot += r
-        if ok:
-            for _o, t, _r in outs:
-                if not less_equal(t, u):
-                    ok = False
-                    break
-        if not ok:
-            declined.append((key, u))
-            continue
-        corrections = desired_of(tot) if tot else {}
         prior = col_outs.get(i)
-        if prior or outs:
-            corrections = dict(corrections)
-            for o, r in prior or ():
-                corrections[o] = corrections.get(o, 0) - r
-            for o, _t, r in outs:
-                corrections[o] = corrections.get(o, 0) - r
+        if prior is None and not outs:
+            # The usual key of a bulk pass: nothing emitted before.
+            if tot:
+                for o, r in desired_of(tot).items():
+                    append(((key, o), u, r))
+            continue
+        corrections = dict(desired_of(tot)) if tot else {}
+        for o, r in prior or ():
+            corrections[o] = corrections.get(o, 0) - r
+        for o, _t, r in outs:
+            corrections[o] = corrections.get(o, 0) - r
         for o, r in corrections.items():
             if r:
                 append(((key, o), u, r))

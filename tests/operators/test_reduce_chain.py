@@ -72,10 +72,11 @@ def test_bulk_path_agrees_with_the_row_path(seed, epochs):
 
 
 @settings(max_examples=40, deadline=None)
-@given(data=st.data(), product=st.booleans(), split=st.integers(0, 3))
-def test_column_reads_agree_with_key_reads(data, product, split):
+@given(data=st.data(), product=st.booleans(), split=st.integers(0, 3),
+       encode_rows=st.booleans())
+def test_column_reads_agree_with_key_reads(data, product, split, encode_rows):
     """`chain_corrections_columns` (the traces' columnar batches read by vectorized
-    kernels, the row batches key by key) makes the same corrections, declines the
+    kernels, the row batches encoded too or read key by key) makes the same corrections, declines the
     same keys and counts the same work as `chain_corrections` over `Trace.get`."""
     from ddflow.batch import Batch
     from lattice import Antichain
@@ -104,6 +105,13 @@ def test_column_reads_agree_with_key_reads(data, product, split):
 
         def get(self, key) -> list:
             return list(self.cols.get(key)) + list(self.rows.get(key))
+
+        def column_batches(self, limit: int):
+            if not encode_rows or self.rows.len > limit:
+                return None        # the mixed reading: columns, then rows key by key
+            parts = [b.cols if b.cols is not None else columnar.encode(b.update_list())
+                     for b in (self.cols, self.rows) if b.len]
+            return None if any(c is None for c in parts) else parts
 
         def column_view(self):
             cols = [self.cols.cols] if self.cols.cols is not None else []
