@@ -1,14 +1,17 @@
-"""Benchmark: the engine-core issue's goals, this checkout against its parent commit.
+"""Benchmark: the engine core's standing guards, this checkout against the parent commit.
 
-The issue's "Done when": a one-edge reachability epoch at 2k nodes / 6k edges and at
-200k / 600k is >= 3x faster than the parent commit of the work, measured in the same
-run; progress tracking takes <= 15% of an epoch's CPU; `Capture.at(t)` with 100k
-captured updates takes <= 10 ms and is >= 10x faster than before.
+The guards every later issue keeps (the loops and bulk issues name the first): a
+one-edge reachability epoch at 2k nodes / 6k edges and at 200k / 600k stays >= 0.9x
+the speed of the parent commit of the work, measured in the same run; progress
+tracking takes <= 15% of an epoch's CPU; `Capture.at(t)` with 100k captured updates
+takes <= 10 ms.  (The engine-core issue that wrote this script asked for 3x and 10x
+against ad1a9b2; that goal was met and closed.)
 
 How it measures:
 
-* The parent (`--base`, default `ad1a9b2`) is checked out in a temporary
-  `git worktree` (a directory `ddflow-bench-*`, removed at the end, also on error).
+* The parent (`--base`, default `HEAD~1`; pass the commit your work started from)
+  is checked out in a temporary `git worktree` (a directory `ddflow-bench-*`,
+  removed at the end, also on error).
 * Every measurement runs in a child process (`benchmarks/engine_core_child.py`)
   with `PYTHONPATH` and the working directory set to the tree measured, base and
   current interleaved (base, current, base, current ...), so drift on a shared
@@ -56,7 +59,8 @@ from ddflow.errors import DataflowError
 
 REPO = Path(__file__).resolve().parent.parent
 CHILD = Path(__file__).resolve().parent / "engine_core_child.py"
-BASE = "ad1a9b2"
+BASE = "HEAD~1"
+NO_REGRESSION = 0.9  # the one-edge epoch at >= 0.9x the base's speed
 PROFILES = 3        # profiles of the 2k epochs; the median share is reported
 
 FULL = {
@@ -212,14 +216,14 @@ def _summarize(c: dict, runs: dict[str, list]) -> dict:
 
 
 def goals(result: dict) -> list[dict]:
-    """The issue's "Done when", each with what this run measured."""
+    """The standing guards, each with what this run measured."""
     m = result["measured"]
     rows = []
     for name in ("reach_2k", "reach_200k"):
         ratio = m[name].get("ratio")
-        rows.append({"goal": f"{name} epoch >= 3x faster than base",
+        rows.append({"goal": f"{name} epoch >= {NO_REGRESSION}x the base's speed",
                      "measured": None if ratio is None else f"{ratio:.2f}x",
-                     "met": None if ratio is None else ratio >= 3})
+                     "met": None if ratio is None else ratio >= NO_REGRESSION})
     share = m["profile"]["progress_share"]
     rows.append({"goal": "progress tracking <= 15% of epoch CPU",
                  "measured": f"{share:.1%}", "met": share <= 0.15})
@@ -227,10 +231,6 @@ def goals(result: dict) -> list[dict]:
     rows.append({"goal": "Capture.at(t), 100k updates: <= 10 ms",
                  "measured": f"{cap['current']['median_ms']:.2f} ms",
                  "met": cap["current"]["median_ms"] <= 10})
-    ratio = cap.get("ratio")
-    rows.append({"goal": "Capture.at(t), 100k updates: >= 10x faster than base",
-                 "measured": None if ratio is None else f"{ratio:.0f}x",
-                 "met": None if ratio is None else ratio >= 10})
     return rows
 
 
@@ -268,7 +268,7 @@ def report(result: dict) -> str:
         ["function", "calls", "tottime ms", "cumtime ms"],
         [[f["function"], f["calls"], f["tottime_ms"], f["cumtime_ms"]] for f in p["top"]]))
     out.append("")
-    out.append(goals_table("the issue's goals", result["goals"]))
+    out.append(goals_table("standing guards", result["goals"]))
     for note in result["notes"]:
         out.append(f"note: {note}")
     return "\n".join(out)

@@ -1,4 +1,4 @@
-"""Which pending session updates a failed `run()` comes from: `err.inputs`.
+"""Which session updates a failed `run()` comes from: `err.inputs`.
 
 What this isolates: the search for the updates to blame, by re-running the failed
 step on parts of its pending updates (engine trials: `engine.run(df, taken,
@@ -14,6 +14,20 @@ record), and both are blamed right.  One trial comes first: without the pending
 updates of the record the error names (what a first operator reading an input sees),
 when that lets the rest run, those are the culprits.
 
+Three kinds of units are searched, so that no input can poison a dataflow:
+* **pending** updates, withdrawn from a trial by leaving them out;
+* **fed** rows an engine holds where they were fed (`engine.fed()`, the Spark
+  engine's DataFrame inputs, `ddflow.engine.fed`), withheld by the engine, and
+  blamed as one unit each, `(session, rows, None, None)`;
+* **accepted** updates (`session.open_updates`): taken by an earlier successful run
+  at a time its frontier had not passed, so this run, whose `advance_to` completes
+  that time, is the first to finish their work (a reduce evaluates a time once it
+  is complete).  A trial "withdraws" one by its retraction at its own time, which
+  the sessions' frontier at the last successful run still allows.  They join the
+  search only when withdrawing pending and fed units cannot make the step run (then
+  every unit is searched together: a failure may need both kinds withdrawn), and
+  are listed in `err.accepted` as well, which `discard(err)` retracts.
+
 The invariant it keeps, and what makes the recovery recipe true: the updates not
 blamed were run together in one successful trial, so once the blamed ones are
 withdrawn (`session.discard(err)`) the next `run()` does what that trial did (for
@@ -25,7 +39,8 @@ functions are called again in the trials, as they are when a step is retried.
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Callable
 
 from ddflow.errors import (ConvergenceError, DataError, DataflowError, DiffError, TimeError,
                            UserFunctionError)
@@ -35,60 +50,87 @@ BLAMED = (UserFunctionError, DataError, DiffError, TimeError, ConvergenceError)
 #: Trials one search may run before it blames what is left untried as a whole.
 MAX_TRIALS = 100
 
+PENDING, FED, ACCEPTED = "pending", "fed", "accepted"
 
-def blame(df: Any, err: DataflowError, taken: list) -> tuple | None:
-    """The updates of `taken` (the `(session, updates)` the failed step was given)
-    whose processing raised `err`, as `(session, data, time, diff)`; `()` if the
-    step fails without any of them, or None when not determined (an error that is
-    not the data's).  The step was rolled back; the sessions are not touched."""
+
+def blame(df: Any, err: DataflowError, taken: list) -> tuple[tuple, tuple] | None:
+    """`(inputs, accepted)` for `err`, raised by a step given `taken` (`(session,
+    updates)` pairs) and rolled back: the units whose processing raised it, each
+    `(session, data, time, diff)` (fed rows `(session, rows, None, None)`), and those
+    of them that an earlier run accepted (see the module's docstring).  `((), ())`
+    if the step fails without any of them; None when not determined (an error that
+    is not the data's).  The sessions are not touched."""
     if not isinstance(err, BLAMED):
         return None
-    pending = [(s, u) for s, updates in taken for u in updates]
-    if not pending:
-        return ()
-    culprits = _search(df, [s for s, _u in taken], pending, _guesses(err, pending))
-    return tuple((pending[n][0], *pending[n][1]) for n in culprits)
+    sessions = [s for s, _u in taken]
+    fed = getattr(df.engine, "fed", None)
+    units = [(s, u, PENDING) for s, updates in taken for u in updates]
+    units += [(rows.session, rows, FED) for rows in (fed() if fed is not None else [])]
+    units += [(s, u, ACCEPTED) for s in sessions for u in s.open_updates]
+    budget = [MAX_TRIALS]
+    runs_without = _trials(df, sessions, units, budget)
+    culprits = _search(runs_without, units, budget, err,
+                       [n for n, unit in enumerate(units) if unit[2] != ACCEPTED])
+    if not culprits and any(unit[2] == ACCEPTED for unit in units):
+        culprits = _search(runs_without, units, budget, err, list(range(len(units))))
+    inputs = tuple((s, u, None, None) if kind == FED else (s, *u)
+                   for s, u, kind in (units[n] for n in culprits))
+    return inputs, tuple(e for n, e in zip(culprits, inputs) if units[n][2] == ACCEPTED)
 
 
-def _guesses(err: DataflowError, pending: list) -> list[list[int]]:
-    """The likely culprits first: the pending updates of the record the failing
-    operator names, at its time, then at any time (right when it is the first
-    operator reading an input)."""
+def _trials(df: Any, sessions: list, units: list,
+            budget: list[int]) -> Callable[[list[int]], bool]:
+    """`runs_without(withdrawn)`: whether the step runs without the units at those
+    indices (pending ones left out, fed ones withheld, accepted ones retracted)."""
+    def runs_without(withdrawn: list[int]) -> bool:
+        budget[0] -= 1
+        out = set(withdrawn)
+        by_session: dict = {id(s): [] for s in sessions}
+        held = []
+        for n, (s, u, kind) in enumerate(units):    # each session's, in their order
+            if kind == PENDING and n not in out:
+                by_session[id(s)].append(u)
+            elif kind == FED and n in out:
+                held.append(u)
+            elif kind == ACCEPTED and n in out:
+                by_session[id(s)].append((u[0], u[1], -u[2]))
+        try:
+            with (df.engine.withholding(held) if held else contextlib.nullcontext()):
+                df.engine.run(df, [(s, by_session[id(s)]) for s in sessions], keep=False)
+            return True
+        except DataflowError:
+            return False
+    return runs_without
+
+
+def _search(runs_without: Callable[[list[int]], bool], units: list, budget: list[int],
+            err: DataflowError, candidates: list[int]) -> list[int]:
+    """Indices among `candidates` to blame: a guess whose withdrawal lets the step
+    run, or else a smallest withdrawal found by `_ddmin`; [] if none does."""
+    if not candidates:
+        return []
+    for guess in _guesses(err, units, candidates):
+        if runs_without(guess):
+            return guess
+    if len(candidates) == 1:
+        # The failed step itself was the trial with it; without it, does it run?
+        return candidates if runs_without(candidates) else []
+    return _ddmin(candidates, runs_without, budget)
+
+
+def _guesses(err: DataflowError, units: list, candidates: list[int]) -> list[list[int]]:
+    """The likely culprits first: the updates among `candidates` of the record the
+    failing operator names, at its time, then at any time (right when it is the
+    first operator reading an input)."""
     def same(a: Any, b: Any) -> bool:
         try:
             return bool(a == b)
         except Exception:  # noqa: BLE001 - a record whose equality does not answer
             return False
-    of_record = [n for n, (_s, u) in enumerate(pending) if same(u[0], err.record)]
-    at_time = [n for n in of_record if same(pending[n][1][1], err.time)]
+    of_record = [n for n in candidates
+                 if units[n][2] != FED and same(units[n][1][0], err.record)]
+    at_time = [n for n in of_record if same(units[n][1][1], err.time)]
     return [g for k, g in enumerate((at_time, of_record)) if g and (k == 0 or g != at_time)]
-
-
-def _search(df: Any, sessions: list, pending: list, guesses: list) -> list[int]:
-    """Indices into `pending` to blame (see the module's docstring): a guess whose
-    withdrawal lets the rest run, or else a smallest withdrawal found by `_ddmin`."""
-    budget = [MAX_TRIALS]
-
-    def runs_without(withdrawn: list[int]) -> bool:
-        budget[0] -= 1
-        out = set(withdrawn)
-        by_session: dict = {id(s): [] for s in sessions}
-        for n, (s, u) in enumerate(pending):    # each session's updates in their order
-            if n not in out:
-                by_session[id(s)].append(u)
-        try:
-            df.engine.run(df, [(s, by_session[id(s)]) for s in sessions], keep=False)
-            return True
-        except DataflowError:
-            return False
-
-    for guess in guesses:
-        if runs_without(guess):
-            return guess
-    if len(pending) == 1:
-        # The failed step itself was the trial with it; without it, does it run?
-        return [0] if runs_without([0]) else []
-    return _ddmin(list(range(len(pending))), runs_without, budget)
 
 
 def _ddmin(everything: list[int], runs_without: Any, budget: list[int]) -> list[int]:

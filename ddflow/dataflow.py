@@ -124,14 +124,14 @@ class Dataflow(Graph):
         function raising, a record of the wrong shape, a loop not converging) names
         the pending updates it comes from, `err.inputs` (found by re-running the step
         on parts of them, `ddflow.blame`): `df.discard(err)` (or any session's
-        `discard(err)`) withdraws exactly those, and the next `run()` goes on.  With
-        `err.inputs == ()` no pending update is to blame: the failing operator
-        (`err.operator`) meets data the dataflow already holds, either a piece added
-        since the last run meeting what it imported, or updates accepted by an
-        earlier run at times this run's `advance_to` completes (an update is
-        committed when the run that takes it succeeds, even if its time is not
-        complete yet: withdraw a doubtful update before advancing past its time);
-        `drop()` the failing piece and run again: the rest goes on.
+        `discard(err)`) withdraws exactly those, and the next `run()` goes on.  An
+        update an earlier run accepted at a time this run's `advance_to` completes
+        (a reduce evaluates a time only once it is complete) is blamed too, listed
+        in `err.accepted` as well, and `discard(err)` retracts it at its own time.
+        With `err.inputs == ()` no input is to blame: the failing operator
+        (`err.operator`) meets data the dataflow already holds, a piece added since
+        the last run meeting what it imported; `drop()` the failing piece and run
+        again: the rest goes on.
 
         Updates complete only once their input's frontier passes their time.  When
         an input was given updates but its frontier has not moved since the last
@@ -214,8 +214,11 @@ class Dataflow(Graph):
             for session, updates in taken:
                 session.restore_pending(updates)
             if isinstance(exc, DataflowError) and exc.inputs is None:
-                _with_inputs(exc, blame(self, exc, taken) if blame_inputs else ())
+                _with_inputs(exc, *(blame(self, exc, taken) or (None, ())
+                                    if blame_inputs else ((), ())))
             raise
+        for session, updates in taken:
+            session.accepted(updates)
 
     def drop(self, what: Any) -> None:
         """Remove a piece added for a question (a `Capture`, or a collection's
@@ -276,23 +279,35 @@ class Dataflow(Graph):
             warnings.warn(NothingDiscardedWarning(
                 "discard(err): no pending update is to blame for this error (err.inputs "
                 "is empty): the failure comes from data already in the dataflow (met by a "
-                "piece added since the last run(), or accepted earlier at a time this "
-                "run completes); drop() the failing piece"), stacklevel=2)
+                "piece added since the last run()); drop() the failing piece"),
+                stacklevel=2)
             return []
         sessions = list({id(u[0]): u[0] for u in inputs}.values())
         for session in sessions:
             if session.dataflow is not self:
                 raise DataError(f"discard(err): the error names input '{session.name}' "
                                 "of another dataflow", operator=session.name)
-        saved = [session.pending for session in sessions]
-        try:        # all or nothing: a session refusing puts the others back
+        # Rows fed where they are (`ddflow.engine.fed`) are blamed as a whole; updates
+        # an earlier run accepted (`err.accepted`) are retracted at their time.
+        waiting = {id(rows): rows for rows in getattr(self.engine, "fed", list)()}
+        fed = [u[1] for u in inputs if u[3] is None]
+        if not all(waiting.get(id(rows)) is rows for rows in fed):
+            raise DataError("discard(err): rows fed by insert_dataframe that the error "
+                            "names are no longer waiting for a run")
+        accepted = list(getattr(err, "accepted", ()))
+        withdraw: dict = {id(s): [] for s in sessions}
+        retract: dict = {id(s): [] for s in sessions}
+        for u in inputs:
+            if u in accepted:
+                accepted.remove(u)
+                retract[id(u[0])].append(u[1:])
+            elif u[3] is not None:
+                withdraw[id(u[0])].append(u[1:])
+        for apply in (False, True):     # all or nothing: every session checks first
             for session in sessions:
-                session.withdraw([u[1:] for u in inputs if u[0] is session])
-        except DataError:
-            for session, pending in zip(sessions, saved):
-                session.take_pending()
-                session.restore_pending(pending)
-            raise
+                session.recover(withdraw[id(session)], retract[id(session)], apply=apply)
+        for rows in fed:
+            self.engine.unfeed(rows)
         return list(inputs)
 
     # -- observing -------------------------------------------------------------
@@ -389,24 +404,29 @@ def _logging_failed(err: DataflowError) -> DataflowError:
     except TypeError:       # a subclass built otherwise: keep it, say it aside
         err.add_note(note[2:])
         return err
-    new.inputs = err.inputs
+    new.inputs, new.accepted = err.inputs, err.accepted
     return new
 
 
-def _with_inputs(err: DataflowError, inputs: tuple | None) -> None:
-    """Attach `inputs` to `err` and say in its message what to do."""
-    err.inputs = inputs
+def _with_inputs(err: DataflowError, inputs: tuple | None, accepted: tuple) -> None:
+    """Attach `inputs` (and `accepted`, those of them an earlier run took) to `err`
+    and say in its message what to do."""
+    err.inputs, err.accepted = inputs, accepted
     if inputs is None:
         return
     if inputs:
-        shown = ", ".join(f"{s.name}: {(d, t, r)!r}" for s, d, t, r in inputs[:4])
+        shown = ", ".join(f"{s.name}: {(d, t, r)!r}" if r is not None else f"{s.name}: {d!r}"
+                          for s, d, t, r in inputs[:4])
         more = f" and {len(inputs) - 4} more" if len(inputs) > 4 else ""
-        hint = (f"it comes from the pending update(s) {shown}{more}: "
-                "session.discard(err) withdraws them")
+        hint = (f"it comes from the update(s) {shown}{more}"
+                + (f" ({len(accepted)} of them accepted by an earlier run at a time this "
+                   "run completes)" if accepted else "")
+                + ": session.discard(err) withdraws them"
+                + (" (retracts those at their time)" if accepted else ""))
     else:
-        hint = ("no pending update is to blame: the failing operator meets data the "
-                "dataflow already holds (added since the last run(), it fails on what it "
-                "imported; or an earlier update's time completes now); drop() it")
+        hint = ("no input is to blame: the failing operator meets data the dataflow "
+                "already holds (added since the last run(), it fails on what it "
+                "imported); drop() it")
     err.args = (f"{err.args[0]}; {hint}",) + err.args[1:]
 
 

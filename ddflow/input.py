@@ -59,6 +59,9 @@ class InputSession:
         # The frontier at the last successful run(): a run that finds it unchanged
         # while updates are pending can process none of them (see Dataflow.run).
         self._ran_at: Antichain = self.frontier()
+        # Updates successful runs took at times that frontier had not passed: a run
+        # that completes those times can still fail on one (`open_updates`).
+        self._open: list[tuple] = []
 
     def __repr__(self) -> str:
         return f"InputSession({self.name!r})"
@@ -184,8 +187,10 @@ class InputSession:
         the number of rows.  An engine that takes them where they are (its
         `feed_dataframe`: the Spark engine checks and shards them on the executors,
         where they wait for the next `run()`) is handed the frame; `pending` does not
-        list those rows, and `discard` cannot withdraw them.  Any other engine's
-        rows stream through the driver."""
+        list those rows, and a failed run that they cause blames them as one unit
+        (`(self, rows, None, None)` in `err.inputs`, `ddflow.engine.fed`), which
+        `discard(err)` withdraws whole.  Any other engine's rows stream through
+        the driver."""
         if not (hasattr(frame, "columns") and hasattr(frame, "toLocalIterator")):
             raise DataError(f"insert_dataframe needs a Spark DataFrame, got a "
                             f"{type(frame).__name__} (use extend() for (data, time, diff) "
@@ -253,8 +258,49 @@ class InputSession:
         return bool(self._pending) and not self.closed and self.frontier() == self._ran_at
 
     def mark_ran(self) -> None:
-        """A `run()` succeeded: its frontier is the one `stalled` compares with."""
-        self._ran_at = self.frontier()
+        """A `run()` succeeded: its frontier is the one `stalled` compares with, and
+        the one `open_updates` are in advance of."""
+        self._ran_at = frontier = self.frontier()
+        if self._open:
+            self._open = _in_advance(self._open, frontier)
+
+    def accepted(self, updates: list[tuple]) -> None:
+        """A run took `updates` and succeeded: those at times its frontier has not
+        passed stay open (`open_updates`)."""
+        if updates:
+            self._open.extend(_in_advance(updates, self.frontier()))
+
+    @property
+    def open_updates(self) -> list[tuple]:
+        """The updates successful runs took at times the frontier of the last one had
+        not passed: not final yet, so a run whose `advance_to` completes their time
+        may fail on one.  `ddflow.blame` then names it (`err.accepted`), and
+        `discard(err)` retracts it at its own time, which that frontier still allows
+        (the failed run moved nothing)."""
+        return list(self._open)
+
+    def recover(self, withdraw: list[tuple], retract: list[tuple],
+                apply: bool = True) -> None:
+        """`discard(err)`'s part on this session: take the pending updates `withdraw`
+        out, and cancel the open updates `retract` by their negation at their own
+        time (one copy per entry); `DataError` if one is neither, and then nothing
+        changes.  `apply=False` only checks (the dataflow checks every session
+        before it changes any)."""
+        pending, open_ = list(self._pending), list(self._open)
+        for u in withdraw:
+            if u not in pending:
+                raise DataError(f"withdraw: {u!r} is not pending on input '{self.name}'",
+                                operator=self.name, record=u[0], time=u[1])
+            pending.remove(u)
+        for u in retract:
+            if u not in open_ or not self._ran_at.less_equal(u[1]):
+                raise DataError(f"retract: {u!r} is no longer an open update of input "
+                                f"'{self.name}' (a later run completed its time)",
+                                operator=self.name, record=u[0], time=u[1])
+            open_.remove(u)
+        if apply:
+            self._pending = pending + [(d, t, -r) for d, t, r in retract]
+            self._open = open_
 
     def discard(self, data: Any, time: Any = _ANY, diff: Any = _ANY) -> list[tuple]:
         """Withdraw pending updates and return them; the other pending updates stay.
@@ -299,14 +345,7 @@ class InputSession:
         """Take exactly `updates` (each a pending `(data, time, diff)`, one copy per
         entry) out of the pending ones; `DataError` if one is not pending, and
         then nothing is taken."""
-        left = list(self._pending)
-        for u in updates:
-            try:
-                left.remove(u)
-            except ValueError:
-                raise DataError(f"withdraw: {u!r} is not pending on input '{self.name}'",
-                                operator=self.name, record=u[0], time=u[1]) from None
-        self._pending = left
+        self.recover(updates, [])
 
     def clear(self) -> list[tuple]:
         """Withdraw and return every pending update."""
@@ -454,6 +493,17 @@ def _advanced_columns(rows: list, cols: Columns | None,
         if adv is None:
             return None
     return columnar.merge(parts, adv)
+
+
+def _in_advance(updates: list, frontier: Antichain) -> list:
+    """The updates whose time `frontier` has not passed (all of them are open)."""
+    elements = frontier.elements
+    if not elements:
+        return []
+    if len(elements) == 1 and type(elements[0]) is int:
+        least = elements[0]
+        return [u for u in updates if u[1] >= least]
+    return [u for u in updates if frontier.less_equal(u[1])]
 
 
 def _advanced(updates: list, frontier: Antichain) -> list:

@@ -23,9 +23,12 @@ class DataflowError(Exception):
     `None` where not determined).  `record` and `time` are what the failing
     operator saw, which past the first operator (a chain of maps, a join, a loop's
     round) is not what a session holds: `session.discard(err)` withdraws `inputs`.
+    `accepted` lists those of `inputs` that an earlier run took at a time this run
+    completes (no longer pending: `discard(err)` retracts them at their time).
     """
 
     inputs: tuple | None = None
+    accepted: tuple = ()
 
     def __init__(self, message: str, *, operator: str | None = None,
                  record: Any = None, time: Any = None) -> None:

@@ -23,7 +23,10 @@ class Engine(Protocol):
     operator instances and everything else it runs to itself.
 
     An engine may offer more, looked up by name where it is used: `feed_dataframe`
-    and `capture_dataframe` (the Spark engine's) take DataFrames where they are."""
+    and `capture_dataframe` (the Spark engine's) take DataFrames where they are;
+    an engine holding fed rows offers `fed()` (the `ddflow.engine.fed.FedRows`
+    waiting for the next run), `withholding(rows)` (a context in which runs leave
+    them waiting: `ddflow.blame`'s trials) and `unfeed(rows)` (`discard(err)`)."""
 
     def compile(self, df: Any) -> None:
         """Build the plan of `df`'s (prepared) graph and instantiate its operators."""

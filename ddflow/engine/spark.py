@@ -57,16 +57,17 @@ import gc
 import logging
 import pickle
 import time
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from ddflow import frames
 from ddflow.arguments import nonnegative_int, positive_seconds
 from ddflow.engine.bsp import BSPEngine, open_worker, read_op
 from ddflow.engine import spark_io
+from ddflow.engine.fed import FedRows, fed_messages
 from ddflow.engine.shard_log import RESIDENT, DirectoryStore, ShardLog
 from ddflow.engine.spark_io import by_shard
 from ddflow.engine.superstep import ShardState, Stage, dumps, shard_superstep
-from ddflow.errors import EngineUnavailableError, StaleReadError
+from ddflow.errors import DataError, EngineUnavailableError, StaleReadError
 from operators.capture import journal_since, read_since
 
 log = logging.getLogger("ddflow.spark")
@@ -180,24 +181,6 @@ def _journal_part(i: int, entries: Any, worker: Any) -> Any:
     shard = worker.shards[0]
     return journal_since(worker.ops[0][i].journal,
                          entries[shard] if entries is not None else None)
-
-
-class _Fed:
-    """An input's updates on the executors, waiting for a run (`SparkEngine.feed_rdd`)."""
-
-    __slots__ = ("session", "rdd", "stamps", "count", "persisted")
-
-    def __init__(self, session: Any, rdd: Any, stamps: dict, count: int, persisted: Any) -> None:
-        self.session, self.rdd, self.stamps = session, rdd, stamps
-        self.count, self.persisted = count, persisted
-
-
-def _fed_messages(records: Iterable, node: int, feed: int) -> Iterable:
-    """Fed chunks as superstep messages `(src, seq, node, port, updates)`: source -2
-    (before the driver's -1), sequence by feed then chunk, so a recomputed task
-    receives them in the same order."""
-    for dest, (_tag, (k, updates)) in records:
-        yield dest, ("M", (-2, (feed << 32) + k, node, 0, updates))
 
 
 class SparkEngine(BSPEngine):
@@ -398,7 +381,32 @@ class SparkEngine(BSPEngine):
         records), and unpersists the RDD once the step succeeded; a failed step
         keeps them for the next run.  `feed_dataframe` feeds DataFrames so.
         """
-        self._fed.append(_Fed(session, rdd, stamps, count, persisted or rdd))
+        self._fed.append(FedRows(session, rdd, stamps, count, persisted or rdd))
+
+    def fed(self) -> list[FedRows]:
+        """The inputs fed for the next run (`feed_rdd`), oldest first."""
+        return list(self._fed)
+
+    @contextlib.contextmanager
+    def withholding(self, rows: Iterable[FedRows]) -> Iterator[None]:
+        """Runs inside leave `rows` waiting: the trials of `ddflow.blame`, which must
+        try a step without fed rows as they try it without a pending update."""
+        held = {id(r) for r in rows}
+        waiting = self._fed
+        self._fed = [f for f in waiting if id(f) not in held]
+        try:
+            yield
+        finally:
+            self._fed = waiting
+
+    def unfeed(self, rows: FedRows) -> None:
+        """Withdraw fed rows for good (`Dataflow.discard` of a failed run's culprits):
+        they never run, and their cached RDD is released."""
+        if not any(f is rows for f in self._fed):
+            raise DataError(f"discard: {rows!r} is no longer waiting for a run",
+                            operator=rows.session.name)
+        self._fed = [f for f in self._fed if f is not rows]
+        rows.persisted.unpersist()
 
     def feed_dataframe(self, session: Any, frame: Any, time: str | None = None,
                        diff: str | None = None) -> int:
@@ -491,7 +499,7 @@ class SparkEngine(BSPEngine):
         messages `(shard, ("M", (src, seq, node, 0, updates)))`, partitioned by
         `by_shard` (their times go to `_fed_stamps`)."""
         return [fed.rdd.mapPartitions(
-                    functools.partial(_fed_messages, node=self.index[id(fed.session.node)],
+                    functools.partial(fed_messages, node=self.index[id(fed.session.node)],
                                       feed=n), preservesPartitioning=True)
                 for n, fed in enumerate(self._feeding)]
 

@@ -84,7 +84,7 @@ def test_rows_are_checked_on_the_executors_all_or_nothing(spark):
     unhashable = spark.createDataFrame([([1, 2],)], "k array<long>")
     with pytest.raises(ddflow.DataError, match="hashable"):
         s.insert_dataframe(unhashable)
-    assert engine._fed == []                     # nothing of those frames was kept
+    assert engine.fed() == []                    # nothing of those frames was kept
     good = spark.createDataFrame([(7,), (8,)], "k long")
     assert s.insert_dataframe(good) == 2
     s.advance_to(6)
@@ -103,13 +103,50 @@ def test_fed_rows_wait_out_a_failed_step(spark):
     s.insert_dataframe(spark.createDataFrame([(1,), (2,), (3,)], "x long"))
     s.insert(0)
     s.advance_to(1)
-    with pytest.raises(ddflow.UserFunctionError):
+    with pytest.raises(ddflow.UserFunctionError) as err:
         df.run()
-    assert len(engine._fed) == 1
+    assert len(engine.fed()) == 1
+    assert err.value.inputs == ((s, 0, 0, 1),)          # the fed rows are not blamed
     s.discard(0)
     df.run()
     assert cap.at(0) == {12: 1, 6: 1, 4: 1}
-    assert engine._fed == [] and engine._feeding == []
+    assert engine.fed() == [] and engine._feeding == []
+    engine.stop()
+
+
+def test_fed_rows_that_fail_a_step_are_blamed_whole_and_discarded(spark):
+    """Rows fed from a DataFrame that make a step fail cannot poison the dataflow:
+    the trials withhold them like a pending update, `err.inputs` names the frame
+    (as one unit: its rows never pass through the driver) and `discard(err)`
+    withdraws it; the good frame and the driver's updates run next, exactly once."""
+    engine = SparkEngine(spark, shards=2)
+    df = ddflow.Dataflow(engine=engine)
+    s, c = df.new_collection("numbers")
+    cap = c.map(lambda x: 12 // x, name="invert").capture()
+    s.insert_dataframe(spark.createDataFrame([(1,), (2,)], "x long"))
+    s.insert_dataframe(spark.createDataFrame([(3,), (0,), (4,)], "x long"))
+    s.insert(6)
+    s.advance_to(1)
+    with pytest.raises(ddflow.UserFunctionError, match="row.s. fed to input 'numbers'") as err:
+        df.run()
+    assert err.value.operator == "invert" and err.value.record == 0
+    good, bad = engine.fed()
+    assert err.value.inputs == ((s, bad, None, None),) and bad.count == 3
+    with pytest.raises(ddflow.UserFunctionError):
+        df.run()                                        # nothing was lost or half-run
+    assert cap.updates == [] and s.pending == [(6, 0, 1)]
+    assert df.discard(err.value) == [(s, bad, None, None)]
+    assert engine.fed() == [good]
+    with pytest.raises(ddflow.DataError, match="no longer waiting"):
+        df.discard(err.value)                           # all or nothing: nothing moved
+    assert s.pending == [(6, 0, 1)] and engine.fed() == [good]
+    df.run()
+    assert cap.at(0) == {12: 1, 6: 1, 2: 1}
+    assert engine.fed() == [] and engine._feeding == []
+    s.insert(3)
+    s.advance_to(2)
+    df.run()                                            # usable after the recovery
+    assert cap.at(1) == {12: 1, 6: 1, 2: 1, 4: 1}
     engine.stop()
 
 
