@@ -309,21 +309,27 @@ def consolidate(c: Columns) -> Columns:
     """Sort by (key, val, time), sum the diffs of equal rows, drop zeros."""
     n = len(c)
     cols = c.sort_columns()
-    order = _sort_order(cols, n)
-    cols = [x[order] for x in cols]
-    starts = _run_starts(cols, n)[:-1]
+    order, codes = _sort_order(cols, n)
+    if codes is not None:
+        # Runs of equal rows are runs of equal composite codes: one column to compare,
+        # and the columns are gathered once, for the rows kept (at 600k rows the
+        # permuted copies of every column were 14 MB of a 51 MB peak).
+        starts = _run_starts([codes], n)[:-1]
+    else:
+        starts = _run_starts([x[order] for x in cols], n)[:-1]
     diffs = np.add.reduceat(c.diffs[order], starts) if n else c.diffs
     keep = diffs != 0
     idx = order[starts[keep]]
     return _take(c, idx, diffs[keep])
 
 
-def _sort_order(cols: list[np.ndarray], n: int) -> np.ndarray:
-    """The permutation sorting the rows lexicographically by `cols`: one sort of a
-    composite int64 key when the columns' ranges multiply below 2^62 (the usual
-    case), else `lexsort` (one sort pass per column)."""
+def _sort_order(cols: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """The permutation sorting the rows lexicographically by `cols`, and the rows'
+    composite codes in that order: one sort of a composite int64 key when the
+    columns' ranges multiply below 2^62 (the usual case), else `lexsort` (one sort
+    pass per column) and no codes."""
     if not cols or n < 2:
-        return np.arange(n)
+        return np.arange(n), None
     composite = np.zeros(n, dtype=np.int64)
     span = 1
     for c in cols:
@@ -331,9 +337,11 @@ def _sort_order(cols: list[np.ndarray], n: int) -> np.ndarray:
         width = hi - lo + 1
         span *= width
         if span >= 1 << 62:
-            return np.lexsort(cols[::-1])
-        composite = composite * width + (c - lo)
-    return np.argsort(composite)      # equal keys are equal rows: no need for stability
+            return np.lexsort(cols[::-1]), None
+        composite *= width
+        composite += c - lo
+    order = np.argsort(composite)     # equal keys are equal rows: no need for stability
+    return order, composite[order]
 
 
 def advance(times: np.ndarray, frontier: np.ndarray) -> np.ndarray:

@@ -125,7 +125,10 @@ class Arrange(Operator):
                     raise
                 raise self.unhashable(exc.message, exc.record, exc.time) from exc
             self.trace.insert(batch)
-            self.emit(batch.update_list())
+            # Nothing combined or cancelled: the batch holds exactly `ready`, which
+            # passes on as is (no second list of tuples decoded from the batch: at
+            # 600k edges, ~100 MB at the peak of a load).
+            self.emit(ready if batch.len == len(ready) else batch.update_list())
         self._upper = frontier
 
     # -- readers and compaction ----------------------------------------------
