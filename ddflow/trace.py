@@ -264,7 +264,7 @@ class Trace:
         touched = 0
         memo = self._memo
         for b in self._batches:
-            entries = b.data.get(key)
+            entries = b.get(key)
             if not entries:
                 continue
             if len(entries) < _MEMO_MIN:
@@ -290,7 +290,7 @@ class Trace:
         """`val -> [(time, diff), ...]` for `key` (unconsolidated across batches)."""
         out: dict = {}
         for b in self._batches:
-            entries = b.data.get(key)
+            entries = b.get(key)
             if entries:
                 for val, time, diff in entries:
                     h = out.get(val)
@@ -304,7 +304,7 @@ class Trace:
         """`[(time, diff), ...]` of one `(key, val)` (unconsolidated across batches)."""
         out = []
         for b in self._batches:
-            entries = b.data.get(key)
+            entries = b.get(key)
             if entries:
                 out.extend([(t, d) for v, t, d in entries if v == val])
         return out
@@ -315,7 +315,7 @@ class Trace:
         get = acc.get
         int_t = type(t) is int
         for b in self._batches:
-            entries = b.data.get(key)
+            entries = b.get(key)
             if not entries:
                 continue
             for val, time, diff in entries:
