@@ -235,3 +235,44 @@ def test_consolidate_records_is_consolidation(data, layout):
     if len(consolidate(ups)) == len(ups):
         assert got is ups                     # nothing combined: the list itself
     assert columnar.consolidate_records([("a", 0, 1)]) is None    # not plain: rows
+
+
+def test_engine_steps_pause_the_cyclic_gc_and_restore_it():
+    """A step runs with the collector paused (`columnar.gc_paused`), which is back on
+    after it, even when the step fails; a program that turned it off keeps it off;
+    `set_gc_pause(False)` leaves it running."""
+    import gc
+
+    seen: list = []
+    df = ddflow.Dataflow()
+    s, c = df.new_collection("xs")
+
+    def probe(x):
+        seen.append(gc.isenabled())
+        if x == "boom":
+            raise ValueError(x)
+        return x
+    c.map(probe).capture()
+    assert gc.isenabled()
+    s.insert(1)
+    s.advance_to(1)
+    df.run()
+    assert seen == [False] and gc.isenabled()
+    s.insert("boom")
+    s.advance_to(2)
+    with pytest.raises(ddflow.DataflowError):
+        df.run()
+    assert gc.isenabled()
+    old = columnar.set_gc_pause(False)
+    try:
+        with columnar.gc_paused():
+            assert gc.isenabled()
+    finally:
+        columnar.set_gc_pause(old)
+    gc.disable()
+    try:
+        with columnar.gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
