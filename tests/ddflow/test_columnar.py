@@ -212,14 +212,23 @@ def test_key_reads_from_columns_agree_with_decoded_rows(data, layout):
 
 
 def test_batch_get_serves_columns_then_decodes_once_read_widely():
+    from ddflow import batch as batch_module
     ups = [((k, ()), 0, 1) for k in range(64)]
     with columnar.columnar(0):
         b = Batch.from_updates(ups, Antichain([0]), Antichain([1]))
-    assert b.cols is not None and b._data is None
-    assert b.get(3) == (((), 0, 1),) and b.get(99) == () and b._data is None
-    for k in range(8):
-        b.get(k)
-    assert b._data is not None               # past a sixteenth of the batch: decoded
+        small = Batch.from_updates(ups, Antichain([0]), Antichain([1]))
+    old = batch_module.COLUMN_READS_MIN, batch_module.COLUMN_READS
+    batch_module.COLUMN_READS_MIN, batch_module.COLUMN_READS = 64, 8
+    try:
+        assert b.cols is not None and b._data is None
+        assert b.get(3) == (((), 0, 1),) and b.get(99) == () and b._data is None
+        for k in range(8):
+            b.get(k)
+        assert b._data is not None               # past COLUMN_READS reads: decoded
+        batch_module.COLUMN_READS_MIN = 65
+        assert small.get(3) == (((), 0, 1),) and small._data is not None   # small: decoded
+    finally:
+        batch_module.COLUMN_READS_MIN, batch_module.COLUMN_READS = old
     assert b.get(3) == (((), 0, 1),) and b.get(1.0) == (((), 0, 1),)
     b._check()
 
