@@ -36,7 +36,10 @@ def require_antichain(name: str, f: Any) -> Antichain:
 #: columns before it is decoded (`Batch.get`); a smaller one is decoded at its first
 #: read (at most ~30 ms and ~6 MB; churn epochs of the 10k-node 2-core read dozens
 #: of such batches, and ran 12.3 ms a median epoch by binary search against 6.2).
-COLUMN_READS = 256
+#: 128: the 200k-node reachability load reads its 600k-edge batch 112 times and keeps
+#: it in columns; one-edge epochs after it (~25 reads each) decode it within a few
+#: (median epoch 0.66 ms; 0.78 with 256 reads, where it stayed in columns for 40).
+COLUMN_READS = 128
 COLUMN_READS_MIN = 1 << 16
 
 
