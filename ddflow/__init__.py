@@ -39,8 +39,9 @@ attribute of this package, `except ddflow.DataflowError:` catches every one):
 
 and the warnings `DataflowWarning` and its `StalledRunWarning` (a `run()` whose inputs
 have pending updates but did not move) and `NothingDiscardedWarning` (a `discard` that
-withdrew nothing).  An error raised by `run()` names the pending updates it comes
-from, `err.inputs`; `df.discard(err)` withdraws exactly those.
+withdrew nothing).  An error raised by `run()` names the inputs it comes from,
+`err.inputs` (pending updates, or updates an earlier run accepted at a time this run
+completes, `err.accepted`); `df.discard(err)` withdraws or retracts exactly those.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ record), and both are blamed right.  One trial comes first: without the pending
 updates of the record the error names (what a first operator reading an input sees),
 when that lets the rest run, those are the culprits.
 
-Three kinds of units are searched, so that no input can poison a dataflow:
+Three kinds of units are searched:
 * **pending** updates, withdrawn from a trial by leaving them out;
 * **fed** rows an engine holds where they were fed (`engine.fed()`, the Spark
   engine's DataFrame inputs, `ddflow.engine.fed`), withheld by the engine, and
@@ -23,17 +23,25 @@ Three kinds of units are searched, so that no input can poison a dataflow:
   at a time its frontier had not passed, so this run, whose `advance_to` completes
   that time, is the first to finish their work (a reduce evaluates a time once it
   is complete).  A trial "withdraws" one by its retraction at its own time, which
-  the sessions' frontier at the last successful run still allows.  They join the
-  search only when withdrawing pending and fed units cannot make the step run (then
-  every unit is searched together: a failure may need both kinds withdrawn), and
-  are listed in `err.accepted` as well, which `discard(err)` retracts.
+  the session's frontier at the last successful run still allows.  They join the
+  search only when withdrawing every pending and fed unit cannot make the step run
+  (then every unit is searched together, with a budget of its own: a failure may
+  need both kinds withdrawn), and are listed in `err.accepted` as well, which
+  `discard(err)` retracts.
+
+What stays out of reach, so `err.inputs == ()` and `drop()` is the way on: data a
+piece added since the last run imported; an update accepted at a time its own
+input's frontier has since passed though another input held the time open (its
+retraction would change answers already final); rows fed from a DataFrame that a
+run has taken (they are the shards' alone).
 
 The invariant it keeps, and what makes the recovery recipe true: the updates not
 blamed were run together in one successful trial, so once the blamed ones are
 withdrawn (`session.discard(err)`) the next `run()` does what that trial did (for
 user functions that are functions of their arguments).  It costs about
-`2 log2(n)` trials for one culprit among `n` pending updates, each a whole step;
-past `MAX_TRIALS` the smallest withdrawal found to work so far is blamed.  User
+`2 log2(n)` trials for one culprit among `n` pending updates, each a whole step,
+and a few when a guess (the record or the key the error names) holds it; past
+`MAX_TRIALS` a search blames the smallest withdrawal found to work so far.  User
 functions are called again in the trials, as they are when a step is retried.
 """
 
@@ -69,9 +77,11 @@ def blame(df: Any, err: DataflowError, taken: list) -> tuple[tuple, tuple] | Non
     units += [(s, u, ACCEPTED) for s in sessions for u in s.open_updates]
     budget = [MAX_TRIALS]
     runs_without = _trials(df, sessions, units, budget)
-    culprits = _search(runs_without, units, budget, err,
-                       [n for n, unit in enumerate(units) if unit[2] != ACCEPTED])
-    if not culprits and any(unit[2] == ACCEPTED for unit in units):
+    first = [n for n, unit in enumerate(units) if unit[2] != ACCEPTED]
+    accepted = len(first) < len(units)
+    culprits = _search(runs_without, units, budget, err, first, monotone=accepted)
+    if not culprits and accepted:
+        budget[0] = MAX_TRIALS      # a budget of its own: the first may be spent
         culprits = _search(runs_without, units, budget, err, list(range(len(units))))
     inputs = tuple((s, u, None, None) if kind == FED else (s, *u)
                    for s, u, kind in (units[n] for n in culprits))
@@ -104,44 +114,62 @@ def _trials(df: Any, sessions: list, units: list,
 
 
 def _search(runs_without: Callable[[list[int]], bool], units: list, budget: list[int],
-            err: DataflowError, candidates: list[int]) -> list[int]:
+            err: DataflowError, candidates: list[int], monotone: bool = False) -> list[int]:
     """Indices among `candidates` to blame: a guess whose withdrawal lets the step
-    run, or else a smallest withdrawal found by `_ddmin`; [] if none does."""
+    run (the smallest part of it that does), or else a smallest withdrawal found by
+    `_ddmin`; [] if none does.  `monotone`: give up at once when withdrawing every
+    candidate does not let the step run (a later search over more units follows)."""
     if not candidates:
         return []
     for guess in _guesses(err, units, candidates):
         if runs_without(guess):
-            return guess
+            return _ddmin(guess, runs_without, budget, valid=True)
     if len(candidates) == 1:
         # The failed step itself was the trial with it; without it, does it run?
         return candidates if runs_without(candidates) else []
-    return _ddmin(candidates, runs_without, budget)
+    valid = runs_without(candidates)
+    if monotone and not valid:
+        return []
+    return _ddmin(candidates, runs_without, budget, valid=valid)
 
 
 def _guesses(err: DataflowError, units: list, candidates: list[int]) -> list[list[int]]:
     """The likely culprits first: the updates among `candidates` of the record the
     failing operator names, at its time, then at any time (right when it is the
-    first operator reading an input)."""
+    first operator reading an input), then those of its key (a reduce names its
+    group, `(key, values)`, and `(key, value)` records feed it)."""
     def same(a: Any, b: Any) -> bool:
         try:
             return bool(a == b)
         except Exception:  # noqa: BLE001 - a record whose equality does not answer
             return False
-    of_record = [n for n in candidates
-                 if units[n][2] != FED and same(units[n][1][0], err.record)]
+    plain = [n for n in candidates if units[n][2] != FED]
+    of_record = [n for n in plain if same(units[n][1][0], err.record)]
     at_time = [n for n in of_record if same(units[n][1][1], err.time)]
-    return [g for k, g in enumerate((at_time, of_record)) if g and (k == 0 or g != at_time)]
+    of_key: list[int] = []
+    if type(err.record) is tuple and len(err.record) == 2:
+        key = err.record[0]
+        of_key = [n for n in plain if type(units[n][1][0]) is tuple and units[n][1][0]
+                  and same(units[n][1][0][0], key)]
+    guesses: list[list[int]] = []
+    for g in (at_time, of_record, of_key):
+        if g and g not in guesses:
+            guesses.append(g)
+    return guesses
 
 
-def _ddmin(everything: list[int], runs_without: Any, budget: list[int]) -> list[int]:
+def _ddmin(everything: list[int], runs_without: Any, budget: list[int],
+           valid: bool | None = None) -> list[int]:
     """A 1-minimal set of updates whose withdrawal lets the step run (Zeller and
     Hildebrandt's ddmin over the withdrawn set): chunks, then their complements, at
     growing granularity.  Unlike adding updates one chunk at a time to a set known to
     run, it does not assume an update can only cause a failure: a reduce whose group
     is fine with two values and fails with one, or a pending retraction that mends a
     committed record, is blamed right.  `[]` when no withdrawal found lets it run
-    (nothing pending is to blame); out of trials, the smallest valid set so far."""
-    valid = runs_without(everything)
+    (nothing pending is to blame); out of trials, the smallest valid set so far.
+    `valid`: whether withdrawing `everything` lets it run, when already known."""
+    if valid is None:
+        valid = runs_without(everything)
     blamed, n = everything, 2
     while len(blamed) >= 2 and budget[0] > 0:
         size = -(-len(blamed) // n)

@@ -103,37 +103,6 @@ def wants_column_build(n: int) -> bool:
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
-#: Whether an in-process engine step runs with the cyclic GC paused (`gc_paused`).
-_pause_gc = True
-
-
-def set_gc_pause(on: bool) -> bool:
-    """Whether engine steps pause Python's cyclic garbage collector; returns the
-    previous setting.  Measured (process CPU): the reachability load at 200k nodes
-    took 8.0-8.5 s with the collector paused against 13.2-14.6 s without, the
-    100k-update join+count stream 2.1-2.2 s against 2.5-3.4 s: a step makes and
-    drops millions of tuples, none in a cycle, and the collector traverses the
-    young ones every few hundred allocations and the whole heap as it grows."""
-    global _pause_gc
-    old, _pause_gc = _pause_gc, on
-    return old
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic collector for the block (if `set_gc_pause` is on and it was
-    running; a program that turned it off keeps it off).  Cycles made meanwhile are
-    collected after, by the next collection."""
-    if not (_pause_gc and gc.isenabled()):
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 def _gc_paused(f: _F) -> _F:
     """Run `f` with Python's cyclic garbage collector paused.  Encoding and decoding
     make or drop up to millions of tuples, none in a cycle, and each few hundred
@@ -663,7 +632,7 @@ def _key_codes(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndar
 __all__ = ["Columns", "encode", "encode_records", "records", "entered", "join_updates",
            "encode_frontier", "encode_keys", "encode_times", "consolidate", "advance",
            "in_advance_of", "merge", "decode", "updates", "join_pairs", "key_rows",
-           "group_sums", "decode_values", "gc_paused", "set_gc_pause", "key_entries", "consolidate_records", "columnar",
+           "group_sums", "decode_values", "key_entries", "consolidate_records", "columnar",
            "columnar_min", "set_columnar_min", "wants_columns", "wants_column_build",
            "wants_column_join",
            "COLUMNAR_MIN", "BUILD_FACTOR"]

@@ -29,6 +29,7 @@ offending input and run again.
 from __future__ import annotations
 
 import contextlib
+import gc
 import warnings
 from typing import Any, Iterator
 
@@ -43,6 +44,29 @@ from ddflow.errors import (DataError, DataflowError, GraphError, NothingDiscarde
 from ddflow.graph import Graph, Node, Scope  # noqa: F401 - the graph model, re-exported
 from ddflow.input import InputOp, InputSession
 from operators.capture import CaptureOp  # noqa: F401 - re-exported from the front door
+
+
+#: Whether a run pauses Python's cyclic garbage collector while the engine works.
+#: A run allocates millions of small tuples (updates, times, trace entries) that
+#: live on in traces, and every full collection walks all of them: at 100k-300k
+#: nodes 42% of a graph load's CPU went to the collector (17-26 full collections,
+#: each longer than the last: what grows faster than the data at the large scale of
+#: `benchmarks/bench_graph_workloads.py`).  The engine's own structures hold no
+#: reference cycles, so nothing waits on the collector; it resumes after the run
+#: (as it was: a collector the caller turned off stays off) and collects once there.
+PAUSE_GC = True
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    if not PAUSE_GC or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class Dataflow(Graph):
@@ -130,8 +154,9 @@ class Dataflow(Graph):
         in `err.accepted` as well, and `discard(err)` retracts it at its own time.
         With `err.inputs == ()` no input is to blame: the failing operator
         (`err.operator`) meets data the dataflow already holds, a piece added since
-        the last run meeting what it imported; `drop()` the failing piece and run
-        again: the rest goes on.
+        the last run meeting what it imported (or an accepted update no longer
+        retractable, `ddflow.blame`); `drop()` the failing piece and run again: the
+        rest goes on.
 
         Updates complete only once their input's frontier passes their time.  When
         an input was given updates but its frontier has not moved since the last
@@ -182,14 +207,14 @@ class Dataflow(Graph):
             logging.record(started, time)
             try:
                 self._step(blame_inputs=False)
-            except DataflowError as err:
+            except BaseException as err:
+                # The user's step committed: its sessions ran, whatever stopped this.
                 logging.restore(saved)
                 for s in self.sessions:
                     if not logging.is_logging(s):
                         s.mark_ran()
-                raise _logging_failed(err) from err
-            except BaseException:
-                logging.restore(saved)
+                if isinstance(err, DataflowError):
+                    raise _logging_failed(err) from err
                 raise
         for s in self.sessions:
             s.mark_ran()
@@ -209,7 +234,8 @@ class Dataflow(Graph):
         rollback, so there is nothing for a user to discard."""
         taken = [(s, s.take_pending()) for s in self.sessions]
         try:
-            self.engine.run(self, taken)
+            with _gc_paused():
+                self.engine.run(self, taken)
         except BaseException as exc:
             for session, updates in taken:
                 session.restore_pending(updates)
@@ -217,8 +243,10 @@ class Dataflow(Graph):
                 _with_inputs(exc, *(blame(self, exc, taken) or (None, ())
                                     if blame_inputs else ((), ())))
             raise
-        for session, updates in taken:
-            session.accepted(updates)
+        if blame_inputs:    # the logging's own records are never the user's to blame
+            for session, updates in taken:
+                if self._logging is None or not self._logging.is_logging(session):
+                    session.accepted(updates)
 
     def drop(self, what: Any) -> None:
         """Remove a piece added for a question (a `Capture`, or a collection's
@@ -265,21 +293,24 @@ class Dataflow(Graph):
         self._dropping = True
 
     def discard(self, err: DataflowError) -> list[tuple]:
-        """Withdraw the pending updates a failed `run()` blamed (`err.inputs`) from
-        their sessions and return them as `(session, data, time, diff)`: exactly
-        those, one pending copy each.  Raises `DataError` for an error that names no
-        inputs (not raised by a run, or not the data's fault) or whose inputs are
-        no longer pending; warns (`NothingDiscardedWarning`) when `err.inputs` is
-        empty: nothing pending is to blame, `drop()` the failing piece instead."""
+        """Undo the inputs a failed `run()` blamed (`err.inputs`) and return them as
+        `(session, data, time, diff)`: a pending update is withdrawn (one copy per
+        entry), an update an earlier run accepted (`err.accepted`) is retracted at
+        its own time, rows fed from a DataFrame (`(session, rows, None, None)`) are
+        withdrawn whole.  All or nothing: raises `DataError` for an error that
+        names no inputs (not raised by a run, or not the data's fault) or one of
+        whose inputs can no longer be undone; warns (`NothingDiscardedWarning`)
+        when `err.inputs` is empty: no input is to blame, `drop()` the failing piece
+        instead."""
         inputs = getattr(err, "inputs", None)
         if not isinstance(err, DataflowError) or inputs is None:
             raise DataError(f"discard(err) takes an error raised by run() that names the "
                             f"pending updates it comes from (err.inputs), not {err!r}")
         if not inputs:
             warnings.warn(NothingDiscardedWarning(
-                "discard(err): no pending update is to blame for this error (err.inputs "
-                "is empty): the failure comes from data already in the dataflow (met by a "
-                "piece added since the last run()); drop() the failing piece"),
+                "discard(err): no input is to blame for this error (err.inputs is "
+                "empty): the failure comes from data already in the dataflow, which no "
+                "discard can undo (see ddflow.blame); drop() the failing piece"),
                 stacklevel=2)
             return []
         sessions = list({id(u[0]): u[0] for u in inputs}.values())
@@ -425,8 +456,9 @@ def _with_inputs(err: DataflowError, inputs: tuple | None, accepted: tuple) -> N
                 + (" (retracts those at their time)" if accepted else ""))
     else:
         hint = ("no input is to blame: the failing operator meets data the dataflow "
-                "already holds (added since the last run(), it fails on what it "
-                "imported); drop() it")
+                "already holds (what a piece added since the last run() imported, or an "
+                "update accepted earlier that can no longer be retracted, see "
+                "ddflow.blame); drop() it")
     err.args = (f"{err.args[0]}; {hint}",) + err.args[1:]
 
 

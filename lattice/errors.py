@@ -16,10 +16,10 @@ class DataflowError(Exception):
 
     Carries, where known, the operator, the record and the time involved, so a
     message can name all three and a handler can inspect them.  An error raised by
-    a `run()` also carries `inputs`: the pending session updates
-    `(session, data, time, diff)` whose processing failed (`()` when none is to
-    blame: the failing operator meets data already held, say a question added since
-    the last run failing on what it imported;
+    a `run()` also carries `inputs`: the session updates `(session, data, time,
+    diff)` whose processing failed (`()` when none is to blame: the failing
+    operator meets data already held, say a question added since the last run
+    failing on what it imported;
     `None` where not determined).  `record` and `time` are what the failing
     operator saw, which past the first operator (a chain of maps, a join, a loop's
     round) is not what a session holds: `session.discard(err)` withdraws `inputs`.

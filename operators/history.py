@@ -194,6 +194,67 @@ def replay_total(seeds: Iterable[int], inputs: Iterable[tuple], outputs: Iterabl
     return made, later, work
 
 
+def _all_below(seeds: set, inputs: Sequence[tuple], outputs: Sequence[tuple]) -> bool:
+    """Whether every stored time lies at or below the one seed (loops, not `all()`
+    over a generator: this runs once per key of a loop's pass)."""
+    for u in seeds:
+        for _v, t, _r in inputs:
+            if not less_equal(t, u):
+                return False
+        for _o, t, _r in outputs:
+            if not less_equal(t, u):
+                return False
+    return True
+
+
+def replay_chain(seeds: Iterable[Any], inputs: Sequence[tuple], outputs: Sequence[tuple],
+                 beyond: Callable[[Any], bool], correct: Correct
+                 ) -> tuple[list[tuple], set, int] | None:
+    """`replay` for a key whose seeds and stored times form a chain (any lattice),
+    from its `(value, time, diff)` entries as stored; None when they do not.
+
+    In a chain every join of two times is one of them, so the join-closure of the
+    seeds is the times at or after the least seed, and the walk is `replay_total`'s
+    (run on the times' positions in the chain).  A key of a loop's load has this
+    shape: each of its rounds lies above the one before, all in one outer epoch.
+    Commonest of all is one seed `u` with every stored time `<= u`: one evaluation,
+    at `u`, from the sums of the entries.
+    """
+    seeds = set(seeds)
+    if len(seeds) == 1 and _all_below(seeds, inputs, outputs):
+        for u in seeds:
+            if beyond(u):
+                return [], {u}, 0
+            acc_in: dict = {}
+            acc_out: dict = {}
+            for v, _t, r in inputs:
+                add_to(acc_in, v, r)
+            for o, _t, r in outputs:
+                add_to(acc_out, o, r)
+            made = [(o, u, r) for o, r in correct(u, acc_in, acc_out).items() if r]
+            return made, set(), len(inputs) + len(outputs)    # each entry read once
+    # A quick refusal before sorting: in a chain every time is comparable with a seed
+    # (under churn a key's new times usually sit beside its older rounds).
+    s0 = next(iter(seeds))
+    times = set(seeds)
+    for entries in (inputs, outputs):
+        for _v, t, _r in entries:
+            if t not in times:
+                if not (less_equal(t, s0) or less_equal(s0, t)):
+                    return None
+                times.add(t)
+    chain = sorted(times, key=sort_key)
+    for i in range(1, len(chain)):
+        if not less_equal(chain[i - 1], chain[i]):
+            return None
+    at = {t: i for i, t in enumerate(chain)}
+    made, later, work = replay_total(
+        [at[s] for s in seeds], [(v, at[t], r) for v, t, r in inputs],
+        [(o, at[t], r) for o, t, r in outputs], lambda i: beyond(chain[i]),
+        lambda i, acc_in, acc_out: correct(chain[i], acc_in, acc_out))
+    return [(o, chain[i], r) for o, i, r in made], {chain[i] for i in later}, work
+
+
 def replay_direct(seeds: Iterable[Any], inputs: Iterable[tuple], outputs: Iterable[tuple],
                   beyond: Callable[[Any], bool], correct: Correct
                   ) -> tuple[list[tuple], set, int]:
@@ -206,8 +267,10 @@ def replay_direct(seeds: Iterable[Any], inputs: Iterable[tuple], outputs: Iterab
     its general machinery for histories long enough to pay for it.  Its work grows
     with (times evaluated) x (history), so a long history must go to `replay`.
     """
-    inputs = list(inputs)
-    outputs = list(outputs)
+    # Consolidated first (a trace consolidates within batches, not across them):
+    # updates that cancel make no join to evaluate or to put off.
+    inputs = _consolidated(inputs)
+    outputs = _consolidated(outputs)
     seeds = set(seeds)
     others = {t for _v, t, _r in inputs}
     others.update(t for _o, t, _r in outputs)
@@ -232,6 +295,13 @@ def replay_direct(seeds: Iterable[Any], inputs: Iterable[tuple], outputs: Iterab
                 made.append((o, u, r))
                 outputs.append((o, u, r))
     return made, later, work
+
+
+def _consolidated(entries: Iterable[tuple]) -> list[tuple]:
+    acc: dict = {}
+    for v, t, r in entries:
+        add_to(acc, (v, t), r)
+    return [(v, t, r) for (v, t), r in acc.items()]
 
 
 def _fold(buffer: dict, base: dict, floor: Any) -> dict:
@@ -342,4 +412,4 @@ def _replay_partial(seeds: list, inputs: Sequence[KeyHistory], outputs: Sequence
     return made, later, work + ins.stepped + outs.stepped
 
 
-__all__ = ["replay", "replay_total", "replay_direct", "floor_of", "Correct"]
+__all__ = ["replay", "replay_total", "replay_chain", "replay_direct", "floor_of", "Correct"]

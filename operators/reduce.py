@@ -28,7 +28,9 @@ the seeds (`Trace.key_histories`, which keeps a key's long history in a batch
 between reads), and walked in time order with running accumulations; the joins
 above are created as the walk reaches them, and the walk stops where everything
 ahead waits for the frontier.  Each evaluation reads the accumulation, not the
-history.  A key with a handful of updates is evaluated directly at every join of
+history.  A key whose seeds and stored times form a chain, as in a loop's load,
+is walked once in that order (`replay_chain`, behind `Reduce.chain_replay`).
+A key with a handful of updates is evaluated directly at every join of
 its seeds with its update times (`replay_direct`), which costs less there.
 
 The built-in logics below give differential dataflow's `count`, `sum`, `min`,
@@ -52,7 +54,7 @@ from typing import Any, Callable, Iterable, Sequence
 from lattice import Antichain
 from operators.arrange import Arrange, lower_of
 from operators.base import Operator, Update
-from operators.history import floor_of, replay, replay_direct, replay_total
+from operators.history import floor_of, replay, replay_chain, replay_direct, replay_total
 from operators.reduce_chain import (CHAIN_MIN_KEYS, chain_corrections_of,
                                     register_total_logic, supports)
 from ddflow.columnar import columnar_min
@@ -80,6 +82,10 @@ class Reduce(Operator):
     #: and for them the general replay's sorting and bookkeeping cost more than the
     #: evaluations.  Tests set it to 0 or to a large number to run either path alone.
     direct_below: int = 8
+    #: Whether a key whose seeds and stored times form a chain is replayed as one
+    #: (`replay_chain`): a loop's load evaluates most keys once per round, each time
+    #: at a round above everything stored.  Tests run with it on and off.
+    chain_replay: bool = True
 
     def __init__(self, source: Arrange, logic: Logic, name: str = "reduce") -> None:
         super().__init__(name)
@@ -207,36 +213,40 @@ class Reduce(Operator):
     def _reduce_key(self, key: Any, beyond: Callable[[Any], bool],
                     emitted: list[Update]) -> None:
         pending = self._pending[key]
-        if all(beyond(t) for t in pending):
-            return  # every candidate lies above a pending time, so none is complete
-        self._drop_pending(key)
-        logic = self.logic
+        if len(pending) == 1:
+            # The commonest case (a key touched once in a pass): no time to put back,
+            # one index entry to drop.
+            (u,) = pending
+            if beyond(u):
+                return
+            del self._pending[key]
+            by_time = self._by_time
+            keys = by_time.touch(u)
+            del keys[key]
+            if not keys:
+                del by_time[u]
+                self._caps = None
+            seeds = [u]
+        else:
+            seeds = [t for t in pending if not beyond(t)]
+            if not seeds:
+                return  # every candidate lies above a pending time, so none is complete
+            self._drop_pending(key)
+            for t in pending:
+                if beyond(t):
+                    self._add_pending(key, t)   # no evaluation now can depend on it
 
         def correct(u: Any, acc_in: dict, acc_out: dict) -> dict:
-            self.times_visited += 1
-            desired: dict = {}
-            if acc_in:
-                vals = sorted_data(acc_in.items(), key=_value)
-                try:
-                    result = logic(key, vals)
-                except Exception as exc:  # noqa: BLE001 - user code
-                    raise self.user_error(exc, (key, vals), u, what="reduce logic") from exc
-                for o, r in (self._pairs(result, key, vals, u) if self._check_result
-                             else result):
-                    if r:
-                        desired[o] = desired.get(o, 0) + r
-            for o, r in acc_out.items():
-                desired[o] = desired.get(o, 0) - r
-            return desired
+            return self._correction(key, u, acc_in, acc_out)
 
-        seeds = [t for t in pending if not beyond(t)]
-        for t in pending:
-            if beyond(t):
-                self._add_pending(key, t)   # no evaluation now can depend on it
         inputs = self.source.trace.get(key)
         outputs = self.out_trace.get(key)
+        chained = None
         if all(type(t) is int for t in seeds):
             made, later, work = replay_total(seeds, inputs, outputs, beyond, correct)
+        elif self.chain_replay and (chained := replay_chain(seeds, inputs, outputs, beyond,
+                                                             correct)) is not None:
+            made, later, work = chained
         elif len(inputs) + len(outputs) < self.direct_below:
             made, later, work = replay_direct(seeds, inputs, outputs, beyond, correct)
         else:
@@ -249,6 +259,24 @@ class Reduce(Operator):
             self._add_pending(key, u)
         for o, u, r in made:
             emitted.append(((key, o), u, r))
+
+    def _correction(self, key: Any, u: Any, acc_in: dict, acc_out: dict) -> dict:
+        """`logic(key, acc_in) - acc_out`: the output updates owed at `u`."""
+        self.times_visited += 1
+        desired: dict = {}
+        if acc_in:
+            vals = sorted_data(acc_in.items(), key=_value)
+            try:
+                result = self.logic(key, vals)
+            except Exception as exc:  # noqa: BLE001 - user code
+                raise self.user_error(exc, (key, vals), u, what="reduce logic") from exc
+            for o, r in (self._pairs(result, key, vals, u) if self._check_result
+                         else result):
+                if r:
+                    desired[o] = desired.get(o, 0) + r
+        for o, r in acc_out.items():
+            desired[o] = desired.get(o, 0) - r
+        return desired
 
     def _pairs(self, result: Any, key: Any, vals: list, time: Any) -> list:
         """The logic's `result` as a list of `(output, diff)` pairs with hashable

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddflow.columnar import gc_paused
 from ddflow.engine.plan import Plan, instantiate
 from ddflow.engine.worker import Worker
 from ddflow.arguments import positive_int
@@ -69,15 +68,12 @@ class LocalEngine:
         worker = self._worker
         worker.begin()
         try:
-            # The cyclic GC waits for the step's end (`ddflow.columnar.gc_paused`):
-            # the step's tuples hold no cycles, and traversing them cost up to 40%.
-            with gc_paused():
-                worker.import_contents()
-                for session, updates in taken:
-                    i = self._index[id(session.node)]
-                    worker.set_input_frontier(i, session.frontier())
-                    worker.inject(i, updates)
-                worker.drain()
+            worker.import_contents()
+            for session, updates in taken:
+                i = self._index[id(session.node)]
+                worker.set_input_frontier(i, session.frontier())
+                worker.inject(i, updates)
+            worker.drain()
         except BaseException:
             worker.rollback()
             raise

@@ -39,20 +39,23 @@ from ddflow.algorithms import (bfs, connected_components, k_core, reachability,
 from ddflow.algorithms import graphs
 from ddflow.testing import check_law, evaluate
 from lattice import Product as P
+from operators.reduce import Reduce
 
 # Every test here runs with batches in rows and in columns (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("both_layouts")
 
-@pytest.fixture(autouse=True, scope="module", params=["scheduled", "round0"])
+@pytest.fixture(autouse=True, scope="module", params=["scheduled", "round0", "no-chain"])
 def round_scheduling(request):
     """Every test here runs with label propagation round-scheduled (`propagate_at`,
     the default), then with every label at round 0 (`propagate`), so both answer to
-    networkx and to the law.  (Module-scoped: hypothesis refuses function-scoped
-    fixtures around examples.)"""
-    before = graphs.ROUND_SCHEDULING
-    graphs.ROUND_SCHEDULING = request.param == "scheduled"
+    networkx and to the law; and round-scheduled with the reduce's chain walk off
+    (`Reduce.chain_replay`), so its keys take the general replay.  (Module-scoped:
+    hypothesis refuses function-scoped fixtures around examples.)"""
+    before = graphs.ROUND_SCHEDULING, Reduce.chain_replay
+    graphs.ROUND_SCHEDULING = request.param != "round0"
+    Reduce.chain_replay = request.param != "no-chain"
     yield request.param
-    graphs.ROUND_SCHEDULING = before
+    graphs.ROUND_SCHEDULING, Reduce.chain_replay = before
 
 # -- oracles on a plain edge set --------------------------------------------------
 

@@ -302,3 +302,49 @@ def test_recovery_from_accepted_and_pending_culprits_keeps_the_law(engine, early
             groups.setdefault(k, []).append((v, n))
         return {(k, sum(v * n for v, n in vals)): 1 for k, vals in groups.items()}
     check_law(out.updates, [given_], sums)
+
+
+def _quiet_run(df):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ddflow.StalledRunWarning)
+        df.run()
+
+
+def test_an_accepted_culprit_among_many_pending_innocents_is_blamed_alone(engine):
+    # One accepted poison, 60 innocent pending updates (a review): the search over
+    # pending ones gives up as soon as withdrawing all of them does not help, and
+    # the search over every unit has a budget of its own; the key the reduce names
+    # is the guess that holds it.
+    df = _df(engine)
+    s, c = df.new_collection("xs")
+    out = c.reduce(_poisoned_sum, name="sums").capture()
+    s.insert(("k", 1)); s.advance_to(1); df.run()
+    s.insert(("k", 0))
+    _quiet_run(df)
+    for i in range(60):
+        s.insert((f"j{i}", i + 1))
+    s.advance_to(2)
+    with pytest.raises(UserFunctionError) as info:
+        df.run()
+    assert info.value.inputs == ((s, ("k", 0), 1, 1),)
+    df.discard(info.value)
+    df.run()
+    assert len(out.at(1)) == 61 and out.at(1)[("k", 1)] == 1
+
+
+def test_the_loggings_own_records_are_never_blamed_nor_kept_open(engine):
+    df = _df(engine)
+    s, c = df.new_collection("xs")
+    c.reduce(_poisoned_sum, name="sums").capture()
+    df.logging()
+    s.insert(("k", 1)); s.advance_to(1); df.run()
+    s.insert(("k", 0))
+    for _ in range(3):
+        _quiet_run(df)                  # the logging's records at times left open
+    assert all(x.open_updates == [] for x in df.sessions if x is not s)
+    for i in range(10):
+        s.insert((f"j{i}", i + 1))
+    s.advance_to(2)
+    with pytest.raises(UserFunctionError) as info:
+        df.run()
+    assert info.value.inputs == ((s, ("k", 0), 1, 1),)

@@ -16,15 +16,18 @@ pytestmark = pytest.mark.usefixtures("both_layouts")
 KINDS = st.sampled_from(["product", "product3", "int"])
 
 
-@pytest.fixture(autouse=True, scope="module", params=["replay", "direct"])
+@pytest.fixture(autouse=True, scope="module", params=["replay", "direct", "chain"])
 def reduce_path(request):
     """Every test here runs with each key replayed by the general walk, then with
-    each evaluated directly (`Reduce.direct_below`), so both paths answer to the law.
+    each evaluated directly (`Reduce.direct_below`), then with keys whose times form
+    a chain walked as one (`Reduce.chain_replay`, the others by the general walk), so
+    every path answers to the law.
     (Module-scoped: hypothesis refuses function-scoped fixtures around examples.)"""
-    before = Reduce.direct_below
-    Reduce.direct_below = 0 if request.param == "replay" else 10**9
+    before = Reduce.direct_below, Reduce.chain_replay
+    Reduce.direct_below = 10**9 if request.param == "direct" else 0
+    Reduce.chain_replay = request.param == "chain"
     yield request.param
-    Reduce.direct_below = before
+    Reduce.direct_below, Reduce.chain_replay = before
 
 
 def _count(c):
