@@ -16,7 +16,8 @@ Kernels: `encode` (rows to columns, or None when the rows are not plain),
 max then min), `merge` (concatenate, advance, consolidate), `decode` (back to the
 row layout `key -> ((val, time, diff), ...)` and to update triples), and
 `join_pairs` (a sort-merge join of two column sets by key: output times are the
-lattice joins, diffs multiply).
+lattice joins, diffs multiply), and `key_rows` (the stored rows of given keys, by
+binary search, for readers that sum per key from the columns).
 
 It leaves out when columns are used (`ddflow.batch` chooses by size: numpy's
 per-call cost loses to dicts below a few thousand rows, `columnar_min()`), and
@@ -26,9 +27,12 @@ rows strictly increasing in (key, val, time), no zero diff, shapes consistent.
 
 from __future__ import annotations
 
+import gc
 from contextlib import contextmanager
+from functools import wraps
 from itertools import chain
-from typing import Any, Iterator, Sequence
+from operator import itemgetter
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
@@ -44,10 +48,11 @@ _DIFF_LIMIT = 1 << 62
 COLUMNAR_MIN = 4096
 
 #: A batch built from update triples goes columnar from `BUILD_FACTOR` times the
-#: merge threshold: encoding Python tuples and decoding for readers costs about
-#: what the row build's dict pass does up to ~32k updates (0.08 s each at 32k),
-#: and wins beyond (100k: 0.27 s against 0.38 s; 600k: 1.8 s against 3.1 s).
-BUILD_FACTOR = 16
+#: merge threshold.  Measured (process CPU, build then `update_list`, best of 3)
+#: once encoding split fields by itemgetter and decoding ran without the cyclic GC:
+#: columns win from 2k updates (2.2 ms against 1.4), 1.9x at 4k, 2.1x at 8k, 4x at
+#: 64k; the reachability load at 200k nodes took 17 s against 21-24 s with 16.
+BUILD_FACTOR = 1
 
 _threshold: int | None = COLUMNAR_MIN
 
@@ -94,6 +99,25 @@ def wants_column_build(n: int) -> bool:
     """Whether a batch built from `n` update triples should try columns."""
     t = _threshold
     return t is not None and n >= t * BUILD_FACTOR and n > 0
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+def _gc_paused(f: _F) -> _F:
+    """Run `f` with Python's cyclic garbage collector paused.  Encoding and decoding
+    make or drop up to millions of tuples, none in a cycle, and each few hundred
+    allocations let the collector traverse the young ones again (profiled: decoding
+    600k updates took 1.18 s with it, 0.31 s without)."""
+    @wraps(f)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        if not gc.isenabled():
+            return f(*args, **kwargs)
+        gc.disable()
+        try:
+            return f(*args, **kwargs)
+        finally:
+            gc.enable()
+    return paused  # type: ignore[return-value]
 
 
 class Columns:
@@ -192,34 +216,43 @@ def _encode_times(times: Sequence[Any], n: int) -> tuple[np.ndarray, bool] | Non
     return None
 
 
+def _split(updates: Sequence[Any], width: int) -> list[list] | None:
+    """The fields of equal-width tuples as one list each, or None if some element is
+    not a tuple of that width.  (`zip(*updates)` passes every element as an argument
+    of one call: 0.65 s for 600k triples against 0.07 s for these maps.)"""
+    if set(map(type, updates)) != {tuple} or set(map(len, updates)) != {width}:
+        return None
+    return [list(map(itemgetter(i), updates)) for i in range(width)]
+
+
+@_gc_paused
 def encode(updates: Sequence[tuple], sort: bool = True) -> Columns | None:
     """Columns of `((key, val), time, diff)` triples (consolidated), or None when
     they are not all plain (then the caller keeps rows)."""
     n = len(updates)
     if not n:
         return None
-    try:
-        kvs, times, diffs = zip(*updates)
-    except (TypeError, ValueError):
+    fields = _split(updates, 3)
+    if fields is None:
         return None
-    if len(kvs) != n or set(map(type, kvs)) != {tuple} or set(map(len, kvs)) != {2}:
+    kvs, times, diffs = fields
+    kv = _split(kvs, 2)
+    if kv is None:
         return None
-    keys, vals = zip(*kvs)
-    return _encode_parts(keys, vals, times, diffs, n, sort)
+    return _encode_parts(kv[0], kv[1], times, diffs, n, sort)
 
 
+@_gc_paused
 def encode_records(updates: Sequence[tuple]) -> Columns | None:
     """Columns of unkeyed `(data, time, diff)` triples (the data as the key, the
     value `()`), consolidated; None when they are not all plain."""
     n = len(updates)
     if not n:
         return None
-    try:
-        data, times, diffs = zip(*updates)
-    except (TypeError, ValueError):
+    fields = _split(updates, 3)
+    if fields is None:
         return None
-    if len(data) != n:
-        return None
+    data, times, diffs = fields
     return _encode_parts(data, None, times, diffs, n, True)
 
 
@@ -276,21 +309,27 @@ def consolidate(c: Columns) -> Columns:
     """Sort by (key, val, time), sum the diffs of equal rows, drop zeros."""
     n = len(c)
     cols = c.sort_columns()
-    order = _sort_order(cols, n)
-    cols = [x[order] for x in cols]
-    starts = _run_starts(cols, n)[:-1]
+    order, codes = _sort_order(cols, n)
+    if codes is not None:
+        # Runs of equal rows are runs of equal composite codes: one column to compare,
+        # and the columns are gathered once, for the rows kept (at 600k rows the
+        # permuted copies of every column were 14 MB of a 51 MB peak).
+        starts = _run_starts([codes], n)[:-1]
+    else:
+        starts = _run_starts([x[order] for x in cols], n)[:-1]
     diffs = np.add.reduceat(c.diffs[order], starts) if n else c.diffs
     keep = diffs != 0
     idx = order[starts[keep]]
     return _take(c, idx, diffs[keep])
 
 
-def _sort_order(cols: list[np.ndarray], n: int) -> np.ndarray:
-    """The permutation sorting the rows lexicographically by `cols`: one sort of a
-    composite int64 key when the columns' ranges multiply below 2^62 (the usual
-    case), else `lexsort` (one sort pass per column)."""
+def _sort_order(cols: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """The permutation sorting the rows lexicographically by `cols`, and the rows'
+    composite codes in that order: one sort of a composite int64 key when the
+    columns' ranges multiply below 2^62 (the usual case), else `lexsort` (one sort
+    pass per column) and no codes."""
     if not cols or n < 2:
-        return np.arange(n)
+        return np.arange(n), None
     composite = np.zeros(n, dtype=np.int64)
     span = 1
     for c in cols:
@@ -298,9 +337,11 @@ def _sort_order(cols: list[np.ndarray], n: int) -> np.ndarray:
         width = hi - lo + 1
         span *= width
         if span >= 1 << 62:
-            return np.lexsort(cols[::-1])
-        composite = composite * width + (c - lo)
-    return np.argsort(composite)      # equal keys are equal rows: no need for stability
+            return np.lexsort(cols[::-1]), None
+        composite *= width
+        composite += c - lo
+    order = np.argsort(composite)     # equal keys are equal rows: no need for stability
+    return order, composite[order]
 
 
 def advance(times: np.ndarray, frontier: np.ndarray) -> np.ndarray:
@@ -353,6 +394,11 @@ def _decode_col(a: np.ndarray, shape: int) -> list:
     return list(map(tuple, a.tolist()))
 
 
+def decode_values(c: Columns, rows: np.ndarray) -> list:
+    """The values of the given rows, as Python values."""
+    return _decode_col(c.vals[rows], c.vshape)
+
+
 def decode_times(c: Columns) -> list:
     return _times_list(c.times, c.product)
 
@@ -360,12 +406,43 @@ def decode_times(c: Columns) -> list:
 def _times_list(times: np.ndarray, product: bool) -> list:
     if not product:
         return times[:, 0].tolist()
-    # Few distinct times: build each `Product` once.
-    uniq, inv = np.unique(times, axis=0, return_inverse=True)
+    if len(times) < 16:
+        return [Product(o, i) for o, i in times.tolist()]
+    # Few distinct times: build each `Product` once, indexed by a one-column code.
+    uniq, inv = _distinct_rows(times)
     objs = [Product(o, i) for o, i in uniq.tolist()]
-    return [objs[j] for j in inv.reshape(-1).tolist()]
+    return list(map(objs.__getitem__, inv.tolist()))
 
 
+def _distinct_rows(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of an n x 2 time array and each row's index among them.
+    Profiled (reachability load, 200k nodes): `np.unique(axis=0)` spent 4 s of 48
+    sorting rows as records; a composite int code over the (small) ranges of the two
+    components takes a table lookup, or one 1-D sort when the ranges are large."""
+    n = len(times)
+    if n == 0:
+        return times[:0], np.zeros(0, dtype=np.int64)
+    lo = times.min(axis=0)
+    width = times.max(axis=0) - lo + 1
+    span = int(width[0]) * int(width[1])
+    if span >= 1 << 62:
+        uniq, inv = np.unique(times, axis=0, return_inverse=True)
+        return uniq, inv.reshape(-1)
+    code = (times[:, 0] - lo[0]) * int(width[1]) + (times[:, 1] - lo[1])
+    if span <= 4 * n + 1024:
+        seen = np.zeros(span, dtype=bool)
+        seen[code] = True
+        present = np.flatnonzero(seen)
+        rank = np.cumsum(seen) - 1
+        inv = rank[code]
+    else:
+        present, inv = np.unique(code, return_inverse=True)
+        inv = inv.reshape(-1)
+    uniq = np.stack([present // int(width[1]) + lo[0], present % int(width[1]) + lo[1]], axis=1)
+    return uniq, inv
+
+
+@_gc_paused
 def decode(c: Columns) -> dict:
     """The row layout: `key -> ((val, time, diff), ...)`, keys in sorted order."""
     n = len(c)
@@ -378,6 +455,7 @@ def decode(c: Columns) -> dict:
     return dict(zip(keys, [tuple(entries[a:b]) for a, b in zip(bounds, bounds[1:])]))
 
 
+@_gc_paused
 def updates(c: Columns) -> list[tuple]:
     """The batch as `((key, val), time, diff)` triples, in column order."""
     return list(zip(zip(_decode_col(c.keys, c.kshape), _decode_col(c.vals, c.vshape)),
@@ -394,6 +472,7 @@ def entered(c: Columns) -> Columns:
     return Columns(c.keys, c.vals, times, c.diffs, c.kshape, c.vshape, True)
 
 
+@_gc_paused
 def join_updates(delta: Columns, other: Columns, flipped: bool, sign: int,
                  kind: str) -> tuple[list, int]:
     """The `join` / `semijoin` outputs of delta rows against another side's columns:
@@ -416,6 +495,20 @@ def join_updates(delta: Columns, other: Columns, flipped: bool, sign: int,
     return list(zip(zip(keys, zip(a, b)), t, r)), n
 
 
+@_gc_paused
+def consolidate_records(updates: list) -> list | None:
+    """`(data, time, diff)` triples consolidated by the columnar kernels (sorted by
+    data, then time), or None when they are not plain.  When nothing combines or
+    cancels, `updates` itself: no dict of every `(data, time)`, no second list of
+    tuples (profiled: 600k edges with Product times consolidated in 0.66 s against
+    1.8 s by dict; for int times even, and no copy held at the peak)."""
+    c = encode_records(updates)
+    if c is None:
+        return None
+    return updates if len(c) == len(updates) else records(c)
+
+
+@_gc_paused
 def records(c: Columns) -> list[tuple]:
     """Unkeyed columns (`encode_records`) back to `(data, time, diff)` triples."""
     return list(zip(_decode_col(c.keys, c.kshape), decode_times(c), c.diffs.tolist()))
@@ -426,15 +519,9 @@ def join_pairs(left: Columns, right: Columns) -> tuple[np.ndarray, np.ndarray, n
     """Every pair of a left row and a right row with equal keys: `(li, ri, times,
     diffs)`, the row indices into each side, the lattice join of the two times and
     the product of the diffs (a sort-merge join: both sides are sorted by key)."""
-    lk, rk = _key_codes(left, right)
-    lo = np.searchsorted(rk, lk, side="left")
-    hi = np.searchsorted(rk, lk, side="right")
-    counts = hi - lo
+    lk, rk = _key_codes(left.keys, right.keys)
+    counts, ri = _gather(rk, lk)
     li = np.repeat(np.arange(len(lk)), counts)
-    # Right indices: for each left row, lo, lo + 1, ..., hi - 1.
-    total = int(counts.sum())
-    starts = np.cumsum(counts) - counts
-    ri = np.arange(total) - np.repeat(starts - lo, counts)
     times = np.maximum(left.times[li], right.times[ri])
     if _abs_max(left.diffs) * _abs_max(right.diffs) >= _DIFF_LIMIT:
         # A product could leave int64 (numpy would wrap it silently): Python ints.
@@ -444,21 +531,108 @@ def join_pairs(left: Columns, right: Columns) -> tuple[np.ndarray, np.ndarray, n
     return li, ri, times, diffs
 
 
-def _key_codes(left: Columns, right: Columns) -> tuple[np.ndarray, np.ndarray]:
-    """One sortable int per key, the same on both sides."""
-    if left.keys.shape[1] == 1:
-        return left.keys[:, 0], right.keys[:, 0]
-    both = np.concatenate([left.keys, right.keys])
-    if both.shape[1] == 0:
+def _gather(sorted_codes: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each query code, the rows of `sorted_codes` equal to it: `(counts, rows)`,
+    how many rows each query has and every such row index, grouped by query in
+    query order (query `i`'s rows are `lo_i, lo_i + 1, ..., hi_i - 1`)."""
+    lo = np.searchsorted(sorted_codes, queries, side="left")
+    hi = np.searchsorted(sorted_codes, queries, side="right")
+    counts = hi - lo
+    starts = np.cumsum(counts) - counts
+    rows = np.arange(int(counts.sum())) - np.repeat(starts - lo, counts)
+    return counts, rows
+
+
+def key_rows(c: Columns, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The stored rows of each of `keys` (an array in the layout of `c.keys`, as
+    `encode_keys` gives): `(counts, rows)` as `_gather` (a binary search per key:
+    the cost follows the keys asked and the rows they hold, not the batch)."""
+    ck, qk = _key_codes(c.keys, keys)
+    return _gather(ck, qk)
+
+
+def group_sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per group of consecutive `values` (group `i` holds `counts[i]` of them), their
+    sum; zero for an empty group."""
+    out = np.zeros(len(counts), dtype=values.dtype)
+    full = counts > 0
+    if len(values):
+        out[full] = np.add.reduceat(values, (np.cumsum(counts) - counts)[full])
+    return out
+
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def key_entries(c: Columns, key: Any) -> tuple | None:
+    """One key's `(val, time, diff)` entries (`()` if it has none) by binary search
+    in the sorted key columns, decoding only its rows; None when `key` is not of the
+    columns' plain layout (a float or bool can equal an int key: the caller reads
+    the decoded rows, where Python's equality decides)."""
+    kshape = c.kshape
+    if kshape < 0:
+        parts: tuple = (key,)
+        if type(key) is not int:
+            return None
+    elif type(key) is not tuple or len(key) != kshape or not all(type(x) is int for x in key):
+        return None
+    else:
+        parts = key
+    lo, hi = 0, len(c)
+    keys = c.keys
+    for i, x in enumerate(parts):
+        if not _INT64_MIN <= x <= _INT64_MAX:
+            return ()
+        col = keys[lo:hi, i]
+        a = int(col.searchsorted(x, "left"))
+        b = int(col.searchsorted(x, "right"))
+        lo, hi = lo + a, lo + b
+        if lo == hi:
+            return ()
+    return tuple(zip(_decode_col(c.vals[lo:hi], c.vshape), _times_list(c.times[lo:hi], c.product),
+                     c.diffs[lo:hi].tolist()))
+
+
+def encode_keys(keys: Sequence[Any]) -> tuple[np.ndarray, int] | None:
+    """Keys as a key column set (`Columns.keys`, with its `kshape`), or None when
+    they are not plain."""
+    return _encode_col(keys, len(keys)) if keys else None
+
+
+def encode_times(times: Sequence[Any]) -> tuple[np.ndarray, bool] | None:
+    """Times as time columns (`Columns.times`, with `product`), or None when they are
+    not plain."""
+    return _encode_times(times, len(times)) if times else None
+
+
+def _key_codes(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One int per key row of each key column set, the same for equal keys on both
+    sides and ordered as the keys are (lexicographically), so a side sorted by key
+    stays sorted by code."""
+    if left.shape[1] == 1:
+        return left[:, 0], right[:, 0]
+    both = np.concatenate([left, right])
+    if left.shape[1] == 0 or len(both) == 0:
+        return np.zeros(len(left), dtype=np.int64), np.zeros(len(right), dtype=np.int64)
+    lo, hi = both.min(axis=0), both.max(axis=0)
+    span = 1
+    for a, b in zip(lo.tolist(), hi.tolist()):
+        span *= b - a + 1
+    if span < 1 << 62:
+        # A composite code over the columns' ranges (one pass, no sort).
         codes = np.zeros(len(both), dtype=np.int64)
+        for i, (a, b) in enumerate(zip(lo.tolist(), hi.tolist())):
+            codes = codes * (b - a + 1) + (both[:, i] - a)
     else:
         _u, codes = np.unique(both, axis=0, return_inverse=True)
         codes = codes.reshape(-1)
-    return codes[:len(left.keys)], codes[len(left.keys):]
+    return codes[:len(left)], codes[len(left):]
 
 
-__all__ = ["Columns", "encode", "encode_records", "records", "entered", "join_updates", "encode_frontier", "consolidate", "advance",
-           "in_advance_of", "merge", "decode", "updates", "join_pairs", "columnar",
+__all__ = ["Columns", "encode", "encode_records", "records", "entered", "join_updates",
+           "encode_frontier", "encode_keys", "encode_times", "consolidate", "advance",
+           "in_advance_of", "merge", "decode", "updates", "join_pairs", "key_rows",
+           "group_sums", "decode_values", "key_entries", "consolidate_records", "columnar",
            "columnar_min", "set_columnar_min", "wants_columns", "wants_column_build",
            "wants_column_join",
            "COLUMNAR_MIN", "BUILD_FACTOR"]

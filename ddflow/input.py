@@ -492,6 +492,8 @@ def _advanced_columns(rows: list, cols: Columns | None,
         adv = columnar.encode_frontier(frontier.elements, parts[0].product)
         if adv is None:
             return None
+    elif len(parts) == 1:
+        return parts[0]         # consolidated, and nothing to advance: no second sort
     return columnar.merge(parts, adv)
 
 

@@ -54,6 +54,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from lattice import Antichain, less_equal, sort_key
 
+from ddflow import columnar
 from ddflow.batch import Batch, Entry, merge_batches, require_antichain
 from ddflow.errors import BatchError, CompactionError
 from ddflow.key_history import KeyHistory
@@ -204,10 +205,10 @@ class Trace:
         """
         batches = self._batches
         if len(batches) == 1:
-            return list(batches[0].data.get(key, ()))
+            return list(batches[0].get(key))
         out: list = []
         for b in batches:
-            entries = b.data.get(key)
+            entries = b.get(key)
             if entries:
                 out.extend(entries)
         return out
@@ -230,6 +231,22 @@ class Trace:
             return out
         return cols, get
 
+    def column_batches(self, limit: int) -> list | None:
+        """Every batch as `Columns`, for readers whose kernels take only columns: the
+        row batches encoded (and kept on the batch: it is immutable, and the next
+        pass reads it again) when they hold at most `limit` updates in all; None when
+        they hold more or are not plain (the reader then goes key by key)."""
+        rows = [b for b in self._batches if b.cols is None]
+        if rows:
+            if sum(b.len for b in rows) > limit:
+                return None
+            for b in rows:
+                c = columnar.encode(b.update_list())
+                if c is None:
+                    return None
+                b.cols = c
+        return [b.cols for b in self._batches]
+
     def key_histories(self, key: Any, floor: Any) -> list[KeyHistory]:
         """`key`'s updates in each batch as a `KeyHistory` advanced by `floor`, for a
         reader that evaluates only at times in advance of `floor` (and of
@@ -247,7 +264,7 @@ class Trace:
         touched = 0
         memo = self._memo
         for b in self._batches:
-            entries = b.data.get(key)
+            entries = b.get(key)
             if not entries:
                 continue
             if len(entries) < _MEMO_MIN:
@@ -273,7 +290,7 @@ class Trace:
         """`val -> [(time, diff), ...]` for `key` (unconsolidated across batches)."""
         out: dict = {}
         for b in self._batches:
-            entries = b.data.get(key)
+            entries = b.get(key)
             if entries:
                 for val, time, diff in entries:
                     h = out.get(val)
@@ -287,7 +304,7 @@ class Trace:
         """`[(time, diff), ...]` of one `(key, val)` (unconsolidated across batches)."""
         out = []
         for b in self._batches:
-            entries = b.data.get(key)
+            entries = b.get(key)
             if entries:
                 out.extend([(t, d) for v, t, d in entries if v == val])
         return out
@@ -298,7 +315,7 @@ class Trace:
         get = acc.get
         int_t = type(t) is int
         for b in self._batches:
-            entries = b.data.get(key)
+            entries = b.get(key)
             if not entries:
                 continue
             for val, time, diff in entries:

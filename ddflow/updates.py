@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable, Iterable, Mapping
 
-from lattice import DataflowError, as_time, less_equal, same_lattice, sort_key
+from lattice import DataflowError, Product, as_time, less_equal, same_lattice, sort_key
 
 from ddflow.diff import check_diff
 from ddflow.errors import DataError, DiffError, TimeError
@@ -410,11 +410,32 @@ def check_lattice(name: str, session_time: Any, time: Any, data: Any, what: str)
                         operator=name, record=data, time=time)
 
 
+def entered(updates: Iterable[tuple]) -> list[tuple]:
+    """`(data, t, diff)` triples with every time `t` read as `Product(t, 0)` (a
+    collection entering a loop), one `Product` per distinct time: a bulk load has
+    one time for 10^5-10^6 updates, and building a `Product` per update was 4 s of
+    a 48 s profile (reachability, 600k edges), with a copy of each held in memory.
+
+    >>> entered([("a", 1, 1), ("b", 1, -1)])
+    [('a', Product(1, 0), 1), ('b', Product(1, 0), -1)]
+    """
+    memo: dict = {}
+    out = []
+    append = out.append
+    for d, t, r in updates:
+        p = memo.get(t)
+        if p is None:
+            p = memo[t] = Product(t, 0)
+        append((d, p, r))
+    return out
+
+
 __all__ = [
     "Update", "fallback_key", "sorted_data", "sort_updates", "sort_updates_ordered",
     "checked_update", "check_lattice",
     "consolidate", "consolidate_unsorted",
     "accumulate", "times_of", "untimed", "plus", "negate", "minus", "positive",
     "distinct", "zset", "zset_plus", "zset_negate", "zset_minus", "zset_positive",
-    "zset_distinct",
+    "zset_distinct", "entered",
 ]
+

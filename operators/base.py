@@ -50,6 +50,7 @@ from typing import Any, Iterable, Sequence
 from lattice import Antichain
 from ddflow.errors import DataError, DataflowError, UserFunctionError
 from ddflow.progress import IDENTITY, Summary
+from ddflow.columnar import consolidate_records, wants_column_build
 from ddflow.updates import consolidate_unsorted
 from operators.undo import Prefix, UndoDict, undo_dicts
 
@@ -286,7 +287,13 @@ class Operator:
 
     def consolidate(self, updates: list[Update]) -> list[Update]:
         """`consolidate_unsorted`, with unhashable data reported as a `DataError`
-        naming this operator and the record (data made by a user function)."""
+        naming this operator and the record (data made by a user function).  A large
+        list of plain updates goes by the columnar kernel instead
+        (`ddflow.columnar.consolidate_records`: the same updates, another order)."""
+        if wants_column_build(len(updates)):
+            done = consolidate_records(updates)
+            if done is not None:
+                return done
         try:
             return consolidate_unsorted(updates)
         except TypeError:

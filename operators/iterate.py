@@ -38,7 +38,7 @@ from operators.base import Operator, Update
 from operators.undo import UndoDict
 from ddflow.errors import ConvergenceError
 from ddflow.progress import ENTER, LEAVE, NEXT_ROUND
-from ddflow.updates import consolidate
+from ddflow.updates import consolidate, entered
 
 #: Records kept per (outer time, round) in the loop log, for display.
 LOG_SAMPLE = 12
@@ -60,7 +60,7 @@ class Enter(Operator):
 
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
-        self.emit([(d, Product(t, 0), r) for d, t, r in updates])
+        self.emit(entered(updates))
 
 
 
@@ -161,8 +161,11 @@ class Feedback(Operator):
         out = []
         limit = self.max_rounds
         entries: dict[tuple, list] = {}     # (outer, round) -> [changes, sample]
+        nexts: dict = {}        # one next time per distinct time, not one per update
         for d, t, r in updates:
-            nxt = Product(t.outer, t.inner + 1)
+            nxt = nexts.get(t)
+            if nxt is None:
+                nxt = nexts[t] = Product(t.outer, t.inner + 1)
             if limit is not None and nxt.inner > limit:
                 if self.on_limit == "truncate":
                     self.truncated += 1

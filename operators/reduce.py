@@ -55,7 +55,7 @@ from lattice import Antichain
 from operators.arrange import Arrange, lower_of
 from operators.base import Operator, Update
 from operators.history import floor_of, replay, replay_chain, replay_direct, replay_total
-from operators.reduce_chain import (CHAIN_MIN_KEYS, chain_corrections,
+from operators.reduce_chain import (CHAIN_MIN_KEYS, chain_corrections_of,
                                     register_total_logic, supports)
 from ddflow.columnar import columnar_min
 from operators.undo import UndoDict
@@ -199,8 +199,8 @@ class Reduce(Operator):
                 rest.append(key)
         if not single:
             return rest
-        declined, work = chain_corrections(single, self.source.trace.get, self.out_trace.get,
-                                           self.logic, emitted)
+        declined, work = chain_corrections_of(single, self.source.trace, self.out_trace,
+                                              self.logic, emitted)
         self.work += work
         left = {key for key, _u in declined}
         for key, _u in single:

@@ -16,13 +16,23 @@ key outside the case (another pending time, a stored time not `<= u`, a value
 other than `()`) is declined and goes the general way.
 
 The law is the reduce's: `acc(out, u)[(k, o)] = logic(k, acc(in, u)[k])[o]`.
+
+Two readings of the stored updates, one result: `chain_corrections` reads each
+key's entries by `Trace.get` (which decodes a columnar batch into rows, kept beside
+its columns); `chain_corrections_columns` reads the traces' columnar batches
+directly (`ddflow.columnar.key_rows`: per key, the sum of its diffs and whether a
+time lies beyond `u`, vectorized over all keys of the pass), and only the row
+batches key by key.  The switch is `set_chain_columns` (on by default).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+import numpy as np
+
 from lattice import less_equal
+from ddflow import columnar
 
 #: The fewest keys a reduce evaluates at once for this path to be taken (unless the
 #: bulk path is forced on for every size, `set_columnar_min(0)`, as the tests do).
@@ -34,6 +44,17 @@ CHAIN_MIN_KEYS = 64
 #: `logic -> f(total)` giving the desired `{output: diff}` for a key whose values
 #: are all `()` with total count `total` (empty: the key is absent).
 _TOTAL_LOGICS: dict[Callable, Callable[[int], dict]] = {}
+
+#: Whether `chain_corrections_of` reads columnar batches by `chain_corrections_columns`.
+_columns_on = True
+
+
+def set_chain_columns(on: bool) -> bool:
+    """Turn the columnar reading of the chain kernel on or off; returns the previous
+    setting.  Both give the same corrections: the tests run each."""
+    global _columns_on
+    old, _columns_on = _columns_on, on
+    return old
 
 
 def register_total_logic(logic: Callable, desired: Callable[[int], dict]) -> None:
@@ -102,4 +123,113 @@ def chain_corrections(keys: Iterable[tuple[Any, Any]], inputs: Callable[[Any], l
     return declined, work
 
 
-__all__ = ["chain_corrections", "register_total_logic", "supports"]
+def chain_corrections_of(keys: list[tuple[Any, Any]], inputs: Any, outputs: Any,
+                         logic: Callable, made: list) -> tuple[list, int]:
+    """`chain_corrections` over two traces (`Trace` or anything with `get` and
+    `column_view`): by their columns where they have some and the keys and times
+    are plain (`chain_corrections_columns`), else key by key."""
+    if _columns_on:
+        got = chain_corrections_columns(keys, inputs, outputs, logic, made)
+        if got is not None:
+            return got
+    return chain_corrections(keys, inputs.get, outputs.get, logic, made)
+
+
+#: A pass reads every batch as columns (row batches encoded) when the row batches of
+#: a trace hold at most this many updates per key evaluated; beyond, key by key.
+ENCODE_ROWS_PER_KEY = 8
+
+
+def chain_corrections_columns(keys: list[tuple[Any, Any]], inputs: Any, outputs: Any,
+                              logic: Callable, made: list) -> tuple[list, int] | None:
+    """`chain_corrections`, reading the `inputs` and `outputs` traces' columnar
+    batches by vectorized kernels (no decoding of the batch): all of their batches
+    when the row batches are few enough to encode (`Trace.column_batches`), else the
+    columnar ones, and the row batches key by key.  None (nothing done) when neither
+    trace has columns, or the keys or times are not plain in the columns' layout."""
+    n = len(keys)
+    limit = ENCODE_ROWS_PER_KEY * n
+    in_cols = inputs.column_batches(limit)
+    out_cols = outputs.column_batches(limit) if in_cols is not None else None
+    in_rows = out_rows = None
+    if in_cols is None or out_cols is None:
+        in_cols, in_rows = inputs.column_view()
+        out_cols, out_rows = outputs.column_view()
+        if not in_cols and not out_cols:
+            return None
+    ks = columnar.encode_keys([k for k, _u in keys])
+    us = columnar.encode_times([u for _k, u in keys])
+    if ks is None or us is None:
+        return None
+    karr, kshape = ks
+    uarr, product = us
+    if any(c.kshape != kshape or c.product != product for c in in_cols + out_cols):
+        return None
+    late = np.zeros(n, dtype=bool)       # a stored time not <= u, or a value other than ()
+    # Each batch's diffs sum below 2^62 in absolute value; two could overflow int64.
+    total = np.zeros(n, dtype=np.int64 if len(in_cols) < 2 else object)
+    work = 0
+    for c in in_cols:
+        counts, rows = columnar.key_rows(c, karr)
+        work += len(rows)
+        owner = np.repeat(np.arange(n), counts)
+        late[owner[np.any(c.times[rows] > uarr[owner], axis=1)]] = True
+        if c.vshape != 0:
+            late[counts > 0] = True
+        total += columnar.group_sums(c.diffs[rows], counts)
+    col_outs: dict[int, list] = {}
+    for c in out_cols:
+        counts, rows = columnar.key_rows(c, karr)
+        work += len(rows)
+        owner = np.repeat(np.arange(n), counts)
+        late[owner[np.any(c.times[rows] > uarr[owner], axis=1)]] = True
+        for i, o, r in zip(owner.tolist(), columnar.decode_values(c, rows),
+                           c.diffs[rows].tolist()):
+            got = col_outs.get(i)
+            if got is None:
+                col_outs[i] = [(o, r)]
+            else:
+                got.append((o, r))
+    desired_of = _TOTAL_LOGICS[logic]
+    declined: list = []
+    append = made.append
+    for i, (key, u), is_late, tot in zip(range(n), keys, late.tolist(), total.tolist()):
+        outs: list = []
+        if in_rows is not None:
+            ins = in_rows(key)
+            outs = out_rows(key)
+            work += len(ins) + len(outs)      # read, as `chain_corrections` counts them
+            if not is_late:
+                for v, t, r in ins:
+                    if v != () or not less_equal(t, u):
+                        is_late = True
+                        break
+                    tot += r
+                else:
+                    for _o, t, _r in outs:
+                        if not less_equal(t, u):
+                            is_late = True
+                            break
+        if is_late:
+            declined.append((key, u))
+            continue
+        prior = col_outs.get(i)
+        if prior is None and not outs:
+            # The usual key of a bulk pass: nothing emitted before.
+            if tot:
+                for o, r in desired_of(tot).items():
+                    append(((key, o), u, r))
+            continue
+        corrections = dict(desired_of(tot)) if tot else {}
+        for o, r in prior or ():
+            corrections[o] = corrections.get(o, 0) - r
+        for o, _t, r in outs:
+            corrections[o] = corrections.get(o, 0) - r
+        for o, r in corrections.items():
+            if r:
+                append(((key, o), u, r))
+    return declined, work
+
+
+__all__ = ["chain_corrections", "chain_corrections_columns", "chain_corrections_of",
+           "register_total_logic", "set_chain_columns", "supports"]

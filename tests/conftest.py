@@ -27,13 +27,18 @@ settings.load_profile("ci" if os.environ.get("CI") else "default")
 import pytest  # noqa: E402
 
 
-@pytest.fixture(scope="module", params=["rows", "columns"])
+@pytest.fixture(scope="module", params=["rows", "columns", "columns-keyreads"])
 def both_layouts(request):
-    """Run a module twice: batches always in rows, then always in columns where the
-    data is plain (`ddflow.columnar`, threshold 0), so the law, batching and
-    agreement tests check both layouts.  Module-scoped, so hypothesis tests see no
-    function-scoped fixture."""
+    """Run a module in each layout: batches always in rows; always in columns where
+    the data is plain (`ddflow.columnar`, threshold 0); and in columns with the
+    columnar readers off (`reduce_chain.set_chain_columns(False)`: the chain kernel
+    reads key by key, decoding batches), so the law, batching and agreement tests
+    check every path.  Module-scoped, so hypothesis tests see no function-scoped
+    fixture."""
     from ddflow.columnar import set_columnar_min
+    from operators.reduce_chain import set_chain_columns
     old = set_columnar_min(None if request.param == "rows" else 0)
+    old_reads = set_chain_columns(request.param != "columns-keyreads")
     yield request.param
     set_columnar_min(old)
+    set_chain_columns(old_reads)

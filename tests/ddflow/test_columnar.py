@@ -191,3 +191,57 @@ def test_why_after_the_inputs_close_reads_the_columnar_history():
         return str(out.why("p(7, 9)"))
     rows, cols = _both(run)
     assert rows == cols and "e(7, 9)" in cols
+
+
+@given(data=st.data(), layout=LAYOUTS)
+def test_key_reads_from_columns_agree_with_decoded_rows(data, layout):
+    """`Batch.get` of a columnar batch (binary search in its columns, nothing decoded)
+    gives each key's entries as the decoded rows do, for stored and absent keys."""
+    ups = data.draw(_plain_updates(*layout))
+    cols = columnar.encode(ups)
+    if cols is None or not len(cols):
+        return
+    decoded = columnar.decode(cols)
+    probes = list(decoded) + ([5, -9, 2**70] if cols.kshape < 0 else [(9, 9), (0, -9)])
+    for key in probes:
+        got = columnar.key_entries(cols, key)
+        assert got is not None
+        assert sorted(got, key=repr) == sorted(decoded.get(key, ()), key=repr)
+    # Keys equal to an int key without being ints go the decoded way (dict equality).
+    assert columnar.key_entries(cols, 1.0) is None and columnar.key_entries(cols, True) is None
+
+
+def test_batch_get_serves_columns_then_decodes_once_read_widely():
+    from ddflow import batch as batch_module
+    ups = [((k, ()), 0, 1) for k in range(64)]
+    with columnar.columnar(0):
+        b = Batch.from_updates(ups, Antichain([0]), Antichain([1]))
+        small = Batch.from_updates(ups, Antichain([0]), Antichain([1]))
+    old = batch_module.COLUMN_READS_MIN, batch_module.COLUMN_READS
+    batch_module.COLUMN_READS_MIN, batch_module.COLUMN_READS = 64, 8
+    try:
+        assert b.cols is not None and b._data is None
+        assert b.get(3) == (((), 0, 1),) and b.get(99) == () and b._data is None
+        for k in range(8):
+            b.get(k)
+        assert b._data is not None               # past COLUMN_READS reads: decoded
+        batch_module.COLUMN_READS_MIN = 65
+        assert small.get(3) == (((), 0, 1),) and small._data is not None   # small: decoded
+    finally:
+        batch_module.COLUMN_READS_MIN, batch_module.COLUMN_READS = old
+    assert b.get(3) == (((), 0, 1),) and b.get(1.0) == (((), 0, 1),)
+    b._check()
+
+
+@given(data=st.data(), layout=LAYOUTS)
+def test_consolidate_records_is_consolidation(data, layout):
+    ups = [(kv, t, r) for kv, t, r in data.draw(_plain_updates(*layout))]
+    got = columnar.consolidate_records(ups)
+    if got is None:             # nothing, or not plain (a value `()` inside the data)
+        assert not ups or columnar.encode_records(ups) is None
+        return
+    assert consolidate(got) == consolidate(ups)
+    if len(consolidate(ups)) == len(ups):
+        assert got is ups                     # nothing combined: the list itself
+    assert columnar.consolidate_records([("a", 0, 1)]) is None    # not plain: rows
+

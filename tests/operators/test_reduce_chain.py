@@ -69,3 +69,63 @@ def test_bulk_path_agrees_with_the_row_path(seed, epochs):
                 got.append((counts.at(e), distinct.at(e)))
             answers.append(got)
     assert answers[0] == answers[1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), product=st.booleans(), split=st.integers(0, 3),
+       encode_rows=st.booleans())
+def test_column_reads_agree_with_key_reads(data, product, split, encode_rows):
+    """`chain_corrections_columns` (the traces' columnar batches read by vectorized
+    kernels, the row batches encoded too or read key by key) makes the same corrections, declines the
+    same keys and counts the same work as `chain_corrections` over `Trace.get`."""
+    from ddflow.batch import Batch
+    from lattice import Antichain
+    from operators.reduce_chain import chain_corrections_columns
+
+    time = st.builds(Product, st.integers(0, 2), st.integers(0, 2)) if product \
+        else st.integers(0, 4)
+    ins = data.draw(st.lists(st.tuples(st.tuples(st.integers(0, 5), st.just(())), time,
+                                       st.integers(-2, 2)), max_size=30))
+    outs = data.draw(st.lists(st.tuples(st.tuples(st.integers(0, 5), st.integers(0, 3)),
+                                        time, st.integers(-2, 2)), max_size=15))
+    keys = sorted(set(data.draw(st.lists(st.integers(0, 6), min_size=1, max_size=7))))
+    u = data.draw(time)
+    lower = Antichain([Product(0, 0)] if product else [0])
+    upper = Antichain()
+
+    class TwoBatches:
+        """A columnar batch and a row batch, read as a trace is (`get`, `column_view`)."""
+
+        def __init__(self, updates: list) -> None:
+            cut = max(0, len(updates) - split)     # the last `split` updates in rows
+            with columnar.columnar(0):
+                self.cols = Batch.from_updates(updates[:cut], lower, upper)
+            with columnar.columnar(None):
+                self.rows = Batch.from_updates(updates[cut:], lower, upper)
+
+        def get(self, key) -> list:
+            return list(self.cols.get(key)) + list(self.rows.get(key))
+
+        def column_batches(self, limit: int):
+            if not encode_rows or self.rows.len > limit:
+                return None        # the mixed reading: columns, then rows key by key
+            parts = [b.cols if b.cols is not None else columnar.encode(b.update_list())
+                     for b in (self.cols, self.rows) if b.len]
+            return None if any(c is None for c in parts) else parts
+
+        def column_view(self):
+            cols = [self.cols.cols] if self.cols.cols is not None else []
+            return cols, lambda key: list(self.rows.get(key))
+    trace = TwoBatches
+    tin, tout = trace(ins), trace(outs)
+    for logic in (count_logic, distinct_logic):
+        single = [(k, u) for k in keys]
+        made_rows: list = []
+        expected = chain_corrections(single, tin.get, tout.get, logic, made_rows)
+        made_cols: list = []
+        got = chain_corrections_columns(single, tin, tout, logic, made_cols)
+        if got is None:
+            continue
+        assert sorted(got[0], key=repr) == sorted(expected[0], key=repr)
+        assert got[1] == expected[1]
+        assert sorted(made_cols, key=repr) == sorted(made_rows, key=repr)
