@@ -96,16 +96,18 @@ def test_round_scheduling_halves_the_churn_work_at_least(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["cc", "scc"])
-def test_chain_walk_does_no_more_work_than_the_general_replay(name: str) -> None:
+def test_chain_walk_does_about_the_work_of_the_general_replay(name: str) -> None:
     """`Reduce.chain_replay` evaluates a chain key at the same times the general
     replay does, reading its entries once and then the running accumulation at each
     time, so it does about the same records of work (its gain is per record: no
-    joins, no sorting by time, no suffix meets).  Bound: at most 25% more in any
-    epoch, since the two count in slightly different units: the chain walk counts a
+    joins, no sorting by time, no suffix meets).  Bound: within 25% either way in
+    any epoch (a path that counted nothing would fail too), since the two count in
+    slightly different units: the chain walk counts a
     key's entries once plus its running accumulation at each time, the direct path
     its consolidated entries at each time (measured on seed 1: the load equal for cc
     and 0.2% more for scc; churn epochs 1-12% more)."""
     load, works = _work(name, 1, scheduled=True, chain=True)
     general_load, general_works = _work(name, 1, scheduled=True, chain=False)
-    assert load <= 1.25 * general_load, (load, general_load)
-    assert all(w <= 1.25 * g for w, g in zip(works, general_works)), (works, general_works)
+    assert 0.75 * general_load <= load <= 1.25 * general_load, (load, general_load)
+    assert all(0.75 * g <= w <= 1.25 * g for w, g in zip(works, general_works)), \
+        (works, general_works)
