@@ -39,14 +39,29 @@ Rules, for a demanded `(x, c)` of node `n`:
 * linear: every `y` of the input's support whose image holds `x` (lineage);
 * join (all kinds): both sides of every support pair giving `x`;
 * reduce, `distinct_trace`: the support records of `x`'s key (for `min` / `max`
-  only those with the winning value or a better one);
+  only those with the winning value or a better one), and the same for every key
+  the explanation *reaches* there (below);
 * enter: `x` outside, one level out; feedback: `x` one round earlier;
 * leave: `x` inside at the last round of an update of `x` there (reachability
   explains a node by edges of its shortest paths from the roots);
 * anything else: everything its inputs' supports hold.
 
+Supports downstream of a reduce are the full run's records, not what part of a
+group gives: were a key's group demanded in part (another path needing some of its
+records), the explanation run alone would make the reduce emit a value the full
+run never had, which no demand covers.  So beside the demand runs a forward
+closure, the records each node may hold on the explanation alone (*reached*: at an
+input its demanded records; then through each operator what reached records give,
+within its support; at a reduce or a node with no rule, its full-run records for
+the reached keys, which the rules above then demand whole), and a reduce key any
+reached record lands on is demanded as if its outputs were (`_group`; for `min` /
+`max` the full run's winners there, or the whole group when it had none).  Chothia
+et al. close an explanation the same way: on it, the operators give the full
+run's outputs for every record it touches.
+
 All demands live in one root-level `iterate`, a variable of records `(node, x,
-chain, question)`; each round follows one edge backward, and the loop ends when no
+chain, question)` (reached records: `(~node index, ...)`); each round follows one
+edge backward or forward, and the loop ends when no
 demand changes.  Tagged by question, each question's explanation reads apart.  Operators that move records in time (`delay`, `join_function`) have no
 rule and are refused.
 """

@@ -9,7 +9,9 @@ any other, and together they cover every operator family: linear (`map`, `filter
 (`iterate`, a nested `iterate`, one of them with `distinct_trace`), and a delta
 query.  Some steps are not chains: `a` reaches their last operator both directly
 and through an antijoin or a negation (`DAG_STEPS`), so that records cancel on one
-branch and not on the other; `dags` draws pipelines holding at least one of them.
+branch and not on the other; `dags` draws pipelines holding at least one of them
+(or of `REDUCE_BRANCH_STEPS`, where `a` reaches one operator both through a reduce
+and through a linear operator).
 Loops reach a fixpoint: their bodies end in a `distinct` over a finite
 domain.  Used to test properties that must hold of *any* dataflow (explanations
 reproduce their record; see tests/ddflow/test_explain.py).
