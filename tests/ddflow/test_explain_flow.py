@@ -379,3 +379,40 @@ def test_inputs_sharing_a_name_are_explained_apart_when_maintained():
     ex = mx.explanation((1, ("a", "b")), 0)
     assert ex.inputs == {("x", 0): {(1, "a"): 1}, ("x", 1): {(1, "b"): 1}} and ex.check()
     assert ex.inputs == cap.explain((1, ("a", "b")), 0).inputs
+
+
+@pytest.mark.parametrize("where", ["lineage", "join_map", "join_core"])
+@pytest.mark.parametrize("maintained", [True, False])
+def test_a_user_function_is_never_failed_on_support_records_the_forward_side_skips(
+        where, maintained):
+    """`(1, 0)` cancels before the join arranges it: the forward side never gives
+    `10 // 0` to the user's function, but it is in the join's support.  Lineage and
+    the pair table call the function on it too: raising there is "no image", so the
+    run with an explanation finishes like the one without, and the explanation
+    (without the cancelled record's pair) reproduces the output."""
+    df = ddflow.Dataflow()
+    a_in, a = df.new_collection("a")
+    b_in, b = df.new_collection("b")
+    keyed = a.concat(a.filter(lambda kv: kv[1] == 0).negate())
+    if where == "lineage":
+        out = keyed.join(b).map(lambda kab: (kab[0], 10 // kab[1][0]))
+    elif where == "join_map":
+        out = keyed.join_map(b, lambda k, x, y: (k, 10 // x))
+    else:
+        out = keyed.join_core(b, lambda k, x, y: [(k, 10 // x)])
+    cap = out.capture()
+    q = (1, 10)
+    if maintained:
+        mx = df.explain(cap)
+        mx.questions.insert(q)
+        mx.questions.advance_to(1)
+    a_in.insert((1, 0))
+    a_in.insert((1, 1))
+    b_in.insert((1, "b"))
+    a_in.advance_to(1)
+    b_in.advance_to(1)
+    df.run()
+    assert cap.at(0) == {q: 1}
+    ex = mx.explanation(q, 0) if maintained else cap.explain(q, 0)
+    assert ex.inputs["a"] == {(1, 1): 1} and ex.inputs["b"] == {(1, "b"): 1}
+    assert ex.check()
