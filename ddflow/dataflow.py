@@ -295,6 +295,9 @@ class Dataflow(Graph):
         self._retired_work += sum(self._work_of(n) for n in doomed)
         for n in doomed:
             n.dropped = True
+        for c in self.captures:
+            if c.node.dropped:
+                c.asking = None     # its one-off explanations' copy goes with it
         self.captures = [c for c in self.captures if not c.node.dropped]
         self._dropping = True
 

@@ -24,7 +24,6 @@ compares with the original capture.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any, Iterable
 
 from lattice import join
@@ -278,7 +277,7 @@ def input_contents(node: Any, time: Any) -> dict[Any, dict]:
     return out
 
 
-class _Asking:
+class Asking:
     """The copy a capture's one-off explanations at one time are read from: the
     cone fed the inputs of that time, with a backward flow whose questions come one
     per (int) time of the copy, each read at its own; demands are tagged by their
@@ -333,19 +332,13 @@ class _Asking:
         return Explanation(capture, record, self.time, mult, inputs)
 
 
-#: Per capture, the copy of its latest explained time (`_Asking`).
-_ASKING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def explain(capture: Any, record: Any, time: Any) -> Explanation:
     """The one-off explanation of `record` at `time`: the maintained one
     (`ddflow.explain_flow.BackwardFlow`) built on a copy of the dataflow fed the
-    inputs accumulated at `time` (`_Asking`, kept for the next record asked at the
-    same time), asked this one question."""
-    asking = _ASKING.get(capture)
-    if asking is None or asking.time != time:
-        asking = _ASKING[capture] = _Asking(capture, time)
-    return asking.explain(capture, record)
+    inputs accumulated at `time` (`Asking`), asked this one question.  (The copy is
+    not kept: `Capture.explain` keeps it on the capture, for the next record asked
+    at the same time.)"""
+    return Asking(capture, time).explain(capture, record)
 
 
 def latest_final(capture: Any) -> Any:
@@ -392,5 +385,5 @@ def latest_final_of(df: Any) -> Any:
     return max(times, default=least)
 
 
-__all__ = ["Explanation", "MaintainedExplanation", "cone", "contents_at", "explain", "input_labels", "latest_final",
+__all__ = ["Asking", "Explanation", "MaintainedExplanation", "cone", "contents_at", "explain", "input_labels", "latest_final",
            "latest_final_of", "replay", "replicate"]
