@@ -125,6 +125,14 @@ class MaintainedExplanation:
             raise GraphError(f"explain: {record!r} is not a question of '{name}' at "
                              f"{time!r}: insert it into the questions first",
                              operator=name, record=record, time=time)
+        if asked < 0:
+            # Removed more often than inserted: the demand of a negative question
+            # cancels the positive ones, so what the captures hold explains nothing.
+            raise GraphError(f"explain: {record!r} is asked {asked!r} times at {time!r} "
+                             f"(removed from the questions of '{name}' more often than "
+                             "inserted): only a question asked a positive number of "
+                             "times has an explanation", operator=name, record=record,
+                             time=time)
         inputs = {label: {x: m for (q, x), m in cap.at(time).items() if q == record}
                   for label, cap in self.captures.items()}
         mult = self.capture.at(time).get(record, 0)
@@ -135,10 +143,13 @@ class MaintainedExplanation:
 
     def inputs(self, time: Any = None) -> dict[Any, dict]:
         """The explanation of every question at `time` together: `{input label:
-        {data: multiplicity at time}}` (each question as `explanation` reads it)."""
+        {data: multiplicity at time}}` (each question as `explanation` reads it;
+        a question asked a negative number of times, having none, is left out)."""
         time = self._time(time)
         out: dict[Any, dict] = {label: {} for label in self.captures}
-        for record in self.asked(time):
+        for record, asked in self.asked(time).items():
+            if asked < 0:
+                continue
             for label, recs in self.explanation(record, time).inputs.items():
                 out[label].update(recs)
         return out

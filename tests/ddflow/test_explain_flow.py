@@ -416,3 +416,29 @@ def test_a_user_function_is_never_failed_on_support_records_the_forward_side_ski
     ex = mx.explanation(q, 0) if maintained else cap.explain(q, 0)
     assert ex.inputs["a"] == {(1, 1): 1} and ex.inputs["b"] == {(1, "b"): 1}
     assert ex.check()
+
+
+def test_a_question_removed_more_often_than_inserted_has_no_explanation():
+    """A question asked a negative number of times (removed more often than
+    inserted) is a typed error naming it and the time, not an empty explanation
+    that does not reproduce its record; `inputs` leaves it out."""
+    df = ddflow.Dataflow()
+    a_in, a = df.new_collection("a")
+    b_in, b = df.new_collection("b")
+    cap = a.join(b).capture()
+    mx = df.explain(cap)
+    for i in range(4):
+        a_in.insert((i, i))
+        b_in.insert((i, -i))
+    mx.questions.insert((1, (1, -1)))
+    mx.questions.remove((2, (2, -2)))          # never asked: -1
+    for s in (a_in, b_in, mx.questions):
+        s.advance_to(1)
+    df.run()
+    assert mx.asked(0) == {(1, (1, -1)): 1, (2, (2, -2)): -1}
+    with pytest.raises(GraphError, match="asked -1 times") as err:
+        mx.explanation((2, (2, -2)), 0)
+    assert err.value.record == (2, (2, -2)) and err.value.time == 0
+    assert err.value.operator == cap.node.name
+    assert mx.inputs(0) == {"a": {(1, 1): 1}, "b": {(1, -1): 1}}
+    assert mx.explanation((1, (1, -1)), 0).check()
