@@ -100,10 +100,47 @@ class MaintainedExplanation:
             # Read back through a capture, which every engine serves (a BSP engine
             # keeps an input's contents on its shards).
             self._asked = asked.capture("explain.asked")
+        self._collection = type(asked)
         #: The nodes of the explanation (those of its questions input included).
         self.nodes = df.nodes[mark:]
+        #: Set by `drop()`: the explanation is no longer maintained nor readable.
+        self.dropped = False
+
+    def drop(self) -> None:
+        """Stop maintaining the explanation: its questions session is closed and its
+        operators dropped from the dataflow (`Dataflow.drop`), so that a `run()`
+        does no more work for it and the arrangements it read stop holding back
+        compaction for it.  Reading it afterwards raises a `GraphError`; `work()`
+        gives what it cost until then.  `Dataflow.drop` of the capture it explains
+        drops it too; dropping twice does nothing."""
+        if self.dropped:
+            return
+        df = self.capture.dataflow
+        # A run lets dropped operators' counters go: what they cost is kept here.
+        self._spent = self.work()
+        if not self.questions.closed:
+            self.questions.close()
+        for cap in [*self.captures.values(), self._asked]:
+            if not cap.node.dropped:
+                df.drop(cap)
+        # Collections of the backward flow nothing reads (a support no rule asked
+        # for) were outputs of their own: dropped too, until none is left.
+        while True:
+            dangling = [n for n in self.nodes if not n.dropped and n.kind != "input"
+                        and all(c.dropped for c, _p in n.consumers)]
+            if not dangling:
+                break
+            df.drop(self._collection(dangling[0]))
+        self.dropped = True
+        if self in df.explanations:
+            df.explanations.remove(self)
 
     def _time(self, time: Any) -> Any:
+        if self.dropped:
+            name = self.capture.node.name
+            raise GraphError(f"the explanation of '{name}' was dropped (drop()): it has "
+                             "no answers any more; build it again to ask again",
+                             operator=name)
         return latest_final_of(self.capture.dataflow) if time is None else time
 
     def asked(self, time: Any = None) -> dict:
@@ -157,6 +194,8 @@ class MaintainedExplanation:
     def work(self) -> int:
         """Records processed by the explanation's operators so far (records in plus
         trace records read, as `Dataflow.total_work` counts them)."""
+        if self.dropped:
+            return self._spent
         ids = {n.id for n in self.nodes}
         return sum(row["records_in"] + row["work"]
                    for row in self.capture.dataflow.metrics() if row["id"] in ids)

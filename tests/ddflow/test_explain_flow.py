@@ -442,3 +442,46 @@ def test_a_question_removed_more_often_than_inserted_has_no_explanation():
     assert err.value.operator == cap.node.name
     assert mx.inputs(0) == {"a": {(1, 1): 1}, "b": {(1, -1): 1}}
     assert mx.explanation((1, (1, -1)), 0).check()
+
+
+@pytest.mark.parametrize("how", ["mx.drop", "df.drop(mx)", "df.drop(capture)"])
+def test_a_dropped_explanation_does_no_more_work_and_reads_as_a_typed_error(how):
+    """`MaintainedExplanation.drop()` (or `Dataflow.drop` of it, or of the capture
+    it explains) closes its questions and drops every operator of it: later changes
+    cost it nothing, reading it is a `GraphError`, and the forward side goes on."""
+    df = ddflow.Dataflow()
+    a_in, a = df.new_collection("a")
+    counts = a.map(lambda x: (x % 3, x)).count()         # ((k, x), 1)
+    cap = counts.capture()
+    other = counts.map(lambda kc: kc[1]).capture()     # the forward side goes on here
+    mx = df.explain(cap)
+    keep = df.explain(other)                           # another explanation: untouched
+    for i in range(30):
+        a_in.insert(i)
+    mx.questions.insert(((1, 10), 1))
+    keep.questions.insert(1)
+    for s in (a_in, mx.questions, keep.questions):
+        s.advance_to(1)
+    df.run()
+    assert mx.explanation(((1, 10), 1), 0).check()
+    {"mx.drop": mx.drop, "df.drop(mx)": lambda: df.drop(mx),
+     "df.drop(capture)": lambda: df.drop(cap)}[how]()
+    mx.drop()                                          # twice: nothing more
+    assert mx.dropped and mx.questions.closed and mx not in df.explanations
+    assert keep in df.explanations
+    assert [n.name for n in mx.nodes if not n.dropped] == [mx.questions.name]
+    spent = mx.work()
+    a_in.insert(100)
+    for s in (a_in, keep.questions):
+        s.advance_to(2)
+    df.run()
+    assert mx.work() == spent
+    for read in (lambda: mx.explanation(((1, 10), 1), 0), lambda: mx.asked(1),
+                 lambda: mx.inputs(1)):
+        with pytest.raises(GraphError, match="dropped") as err:
+            read()
+        assert err.value.operator == cap.node.name
+    assert other.at(1) == {1: 31}
+    assert len(keep.explanation(1, 1).inputs["a"]) == 31 and keep.explanation(1, 1).check()
+    if how != "df.drop(capture)":
+        assert len(cap.at(1)) == 31 and cap.at(1)[((1, 100), 1)] == 1
