@@ -108,6 +108,11 @@ class Capture:
         #: first updates are the whole answer there, so it answers at times in
         #: advance of `since` only (None: it has been there from the start).
         self.since: Any = None
+        #: The copy its one-off explanations (`explain`) of the latest time asked are
+        #: read from (`ddflow.explain.Asking`), kept for the next record asked then;
+        #: held here, not in a module table, so that it goes with the capture (it
+        #: reaches the capture's dataflow again), and let go by `Dataflow.drop`.
+        self.asking: Any = None
         #: Views kept only once asked for (None until then): the changes per time
         #: (`changes`), and the consolidated updates not yet handed out (`drain`).
         self._by_time: dict[Any, dict[Any, Any]] | None = None
@@ -229,14 +234,16 @@ class Capture:
         found by a backward dataflow from it (the maintained one of
         `Dataflow.explain`, on a copy asked this one question); `check()` replays
         them."""
-        from ddflow.explain import explain, latest_final
+        from ddflow.explain import Asking, latest_final
         self._check_live()
         if time is None:
             time = latest_final(self)
         time = self._check_time(time)
         if not self.is_final(time):
             raise self._not_final(time)
-        return explain(self, record, time)
+        if self.asking is None or self.asking.time != time:
+            self.asking = Asking(self, time)
+        return self.asking.explain(self, record)
 
     def to_spark(self, spark: Any, at: Any = None) -> Any:
         """The updates as a Spark DataFrame (columns data, time, diff); with `at`, the

@@ -422,13 +422,15 @@ def _distinct_rows(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = len(times)
     if n == 0:
         return times[:0], np.zeros(0, dtype=np.int64)
-    lo = times.min(axis=0)
-    width = times.max(axis=0) - lo + 1
-    span = int(width[0]) * int(width[1])
+    # Bounds in Python ints: a width in int64 wraps for components 2^63 apart (a
+    # review: outer times 0 and 2^63 - 1 crashed the decode).
+    lo = [int(v) for v in times.min(axis=0)]
+    width = [int(h) - l + 1 for h, l in zip(times.max(axis=0), lo)]
+    span = width[0] * width[1]
     if span >= 1 << 62:
         uniq, inv = np.unique(times, axis=0, return_inverse=True)
         return uniq, inv.reshape(-1)
-    code = (times[:, 0] - lo[0]) * int(width[1]) + (times[:, 1] - lo[1])
+    code = (times[:, 0] - lo[0]) * width[1] + (times[:, 1] - lo[1])
     if span <= 4 * n + 1024:
         seen = np.zeros(span, dtype=bool)
         seen[code] = True
@@ -438,7 +440,7 @@ def _distinct_rows(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     else:
         present, inv = np.unique(code, return_inverse=True)
         inv = inv.reshape(-1)
-    uniq = np.stack([present // int(width[1]) + lo[0], present % int(width[1]) + lo[1]], axis=1)
+    uniq = np.stack([present // width[1] + lo[0], present % width[1] + lo[1]], axis=1)
     return uniq, inv
 
 

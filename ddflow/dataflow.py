@@ -96,6 +96,8 @@ class Dataflow(Graph):
         super().__init__(time, fuse)
         self.sessions: list[InputSession] = []
         self.captures: list[Capture] = []
+        #: The maintained explanations `explain()` built and not yet dropped.
+        self.explanations: list[Any] = []
         if engine is None:
             engine = LocalEngine(workers=workers)
         else:
@@ -258,7 +260,12 @@ class Dataflow(Graph):
         """Remove a piece added for a question (a `Capture`, or a collection's
         operators) together with every operator only it needed; the arrangements those
         read stop holding back compaction for them.  Takes effect at the next `run()`.
+        A maintained explanation (`explain()`) is dropped whole (its `drop()`), and
+        dropping a capture drops the explanations of it first.
         """
+        if any(what is mx for mx in self.explanations):
+            what.drop()
+            return
         node = getattr(what, "node", None)
         if node is None or node.dataflow is not self:
             raise GraphError(f"drop() takes a capture or collection of this dataflow, "
@@ -266,6 +273,8 @@ class Dataflow(Graph):
         if node.kind == "input":
             raise GraphError(f"drop(): '{node.name}' is an input; close() its session "
                              "instead", operator=node.name)
+        for mx in [mx for mx in self.explanations if mx.capture is what]:
+            mx.drop()           # first: they read the capture's upstream
         live_nodes = [n for n in self.nodes if not n.dropped and n is not node]
         # What stays: whatever still leads to an output (a node no one reads: a
         # capture, an inspect, a collection left dangling) other than this one.
@@ -295,6 +304,9 @@ class Dataflow(Graph):
         self._retired_work += sum(self._work_of(n) for n in doomed)
         for n in doomed:
             n.dropped = True
+        for c in self.captures:
+            if c.node.dropped:
+                c.asking = None     # its one-off explanations' copy goes with it
         self.captures = [c for c in self.captures if not c.node.dropped]
         self._dropping = True
 
@@ -381,7 +393,9 @@ class Dataflow(Graph):
         if capture.node.scope.parent is not None:
             raise GraphError("explain() explains a capture of the root scope",
                              operator=capture.node.name)
-        return MaintainedExplanation(capture)
+        mx = MaintainedExplanation(capture)
+        self.explanations.append(mx)
+        return mx
 
     def _time_operators(self) -> None:
         time_operators = getattr(self.engine, "time_operators", None)

@@ -24,7 +24,6 @@ compares with the original capture.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any, Iterable
 
 from lattice import join
@@ -101,10 +100,47 @@ class MaintainedExplanation:
             # Read back through a capture, which every engine serves (a BSP engine
             # keeps an input's contents on its shards).
             self._asked = asked.capture("explain.asked")
+        self._collection = type(asked)
         #: The nodes of the explanation (those of its questions input included).
         self.nodes = df.nodes[mark:]
+        #: Set by `drop()`: the explanation is no longer maintained nor readable.
+        self.dropped = False
+
+    def drop(self) -> None:
+        """Stop maintaining the explanation: its questions session is closed and its
+        operators dropped from the dataflow (`Dataflow.drop`), so that a `run()`
+        does no more work for it and the arrangements it read stop holding back
+        compaction for it.  Reading it afterwards raises a `GraphError`; `work()`
+        gives what it cost until then.  `Dataflow.drop` of the capture it explains
+        drops it too; dropping twice does nothing."""
+        if self.dropped:
+            return
+        df = self.capture.dataflow
+        # A run lets dropped operators' counters go: what they cost is kept here.
+        self._spent = self.work()
+        if not self.questions.closed:
+            self.questions.close()
+        for cap in [*self.captures.values(), self._asked]:
+            if not cap.node.dropped:
+                df.drop(cap)
+        # Collections of the backward flow nothing reads (a support no rule asked
+        # for) were outputs of their own: dropped too, until none is left.
+        while True:
+            dangling = [n for n in self.nodes if not n.dropped and n.kind != "input"
+                        and all(c.dropped for c, _p in n.consumers)]
+            if not dangling:
+                break
+            df.drop(self._collection(dangling[0]))
+        self.dropped = True
+        if self in df.explanations:
+            df.explanations.remove(self)
 
     def _time(self, time: Any) -> Any:
+        if self.dropped:
+            name = self.capture.node.name
+            raise GraphError(f"the explanation of '{name}' was dropped (drop()): it has "
+                             "no answers any more; build it again to ask again",
+                             operator=name)
         return latest_final_of(self.capture.dataflow) if time is None else time
 
     def asked(self, time: Any = None) -> dict:
@@ -126,6 +162,14 @@ class MaintainedExplanation:
             raise GraphError(f"explain: {record!r} is not a question of '{name}' at "
                              f"{time!r}: insert it into the questions first",
                              operator=name, record=record, time=time)
+        if asked < 0:
+            # Removed more often than inserted: the demand of a negative question
+            # cancels the positive ones, so what the captures hold explains nothing.
+            raise GraphError(f"explain: {record!r} is asked {asked!r} times at {time!r} "
+                             f"(removed from the questions of '{name}' more often than "
+                             "inserted): only a question asked a positive number of "
+                             "times has an explanation", operator=name, record=record,
+                             time=time)
         inputs = {label: {x: m for (q, x), m in cap.at(time).items() if q == record}
                   for label, cap in self.captures.items()}
         mult = self.capture.at(time).get(record, 0)
@@ -136,10 +180,13 @@ class MaintainedExplanation:
 
     def inputs(self, time: Any = None) -> dict[Any, dict]:
         """The explanation of every question at `time` together: `{input label:
-        {data: multiplicity at time}}` (each question as `explanation` reads it)."""
+        {data: multiplicity at time}}` (each question as `explanation` reads it;
+        a question asked a negative number of times, having none, is left out)."""
         time = self._time(time)
         out: dict[Any, dict] = {label: {} for label in self.captures}
-        for record in self.asked(time):
+        for record, asked in self.asked(time).items():
+            if asked < 0:
+                continue
             for label, recs in self.explanation(record, time).inputs.items():
                 out[label].update(recs)
         return out
@@ -147,6 +194,8 @@ class MaintainedExplanation:
     def work(self) -> int:
         """Records processed by the explanation's operators so far (records in plus
         trace records read, as `Dataflow.total_work` counts them)."""
+        if self.dropped:
+            return self._spent
         ids = {n.id for n in self.nodes}
         return sum(row["records_in"] + row["work"]
                    for row in self.capture.dataflow.metrics() if row["id"] in ids)
@@ -278,7 +327,7 @@ def input_contents(node: Any, time: Any) -> dict[Any, dict]:
     return out
 
 
-class _Asking:
+class Asking:
     """The copy a capture's one-off explanations at one time are read from: the
     cone fed the inputs of that time, with a backward flow whose questions come one
     per (int) time of the copy, each read at its own; demands are tagged by their
@@ -333,19 +382,13 @@ class _Asking:
         return Explanation(capture, record, self.time, mult, inputs)
 
 
-#: Per capture, the copy of its latest explained time (`_Asking`).
-_ASKING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def explain(capture: Any, record: Any, time: Any) -> Explanation:
     """The one-off explanation of `record` at `time`: the maintained one
     (`ddflow.explain_flow.BackwardFlow`) built on a copy of the dataflow fed the
-    inputs accumulated at `time` (`_Asking`, kept for the next record asked at the
-    same time), asked this one question."""
-    asking = _ASKING.get(capture)
-    if asking is None or asking.time != time:
-        asking = _ASKING[capture] = _Asking(capture, time)
-    return asking.explain(capture, record)
+    inputs accumulated at `time` (`Asking`), asked this one question.  (The copy is
+    not kept: `Capture.explain` keeps it on the capture, for the next record asked
+    at the same time.)"""
+    return Asking(capture, time).explain(capture, record)
 
 
 def latest_final(capture: Any) -> Any:
@@ -392,5 +435,5 @@ def latest_final_of(df: Any) -> Any:
     return max(times, default=least)
 
 
-__all__ = ["Explanation", "MaintainedExplanation", "cone", "contents_at", "explain", "input_labels", "latest_final",
+__all__ = ["Asking", "Explanation", "MaintainedExplanation", "cone", "contents_at", "explain", "input_labels", "latest_final",
            "latest_final_of", "replay", "replicate"]

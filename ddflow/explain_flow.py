@@ -70,7 +70,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ddflow.errors import GraphError
+from ddflow.errors import DataflowError, GraphError
 from ddflow.graph import Node, Scope, cone
 from operators import reduce as red
 from operators.base import Operator
@@ -127,21 +127,38 @@ def parameters(node: Node) -> Any:
     return node.factory(0, lookup)
 
 
+# Lineage and the join pair table call the user's functions on support records,
+# which the forward side may never feed them (a record cancelled before an
+# arrangement is in the support, not in the trace).  A function raising there is
+# "no image": where the forward side does reach that record its own run raises
+# (and blames the input), so nothing is lost, and the explanation's operators
+# never fail a run the forward side alone would finish.
+
 def _image(op: Any, y: Any) -> list:
-    """The records a fresh linear operator gives for `y` alone (with nonzero diff)."""
-    op.on_input(0, [(y, 0, 1)])
+    """The records a fresh linear operator gives for `y` alone (with nonzero diff);
+    none when one of its functions raises on `y` (see above)."""
+    try:
+        op.on_input(0, [(y, 0, 1)])
+    except DataflowError:       # the operator wraps what user code raised
+        op.take_output()        # nothing is emitted before the raise; kept clean
+        return []
     return [z for z, _t, r in op.take_output() if r]
 
 
 def _join_outputs(op: Any, a: tuple, b: tuple) -> list:
+    """The records a join gives for the pair `a`, `b` alone; none when its logic
+    raises on them (see above)."""
     k = a[0]
     if op.kind == "join":
         return [(k, (a[1], b[1]))]
     if op.kind == "semijoin":
         return [a]
-    if op.kind == "map":
-        return [op.logic(k, a[1], b[1])]
-    return list(op.logic(k, a[1], b[1]))
+    try:
+        if op.kind == "map":
+            return [op.logic(k, a[1], b[1])]
+        return list(op.logic(k, a[1], b[1]))
+    except Exception:  # noqa: BLE001 - user code, on a pair the forward side may not join
+        return []
 
 
 class BackwardFlow:

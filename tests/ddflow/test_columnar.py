@@ -245,3 +245,20 @@ def test_consolidate_records_is_consolidation(data, layout):
         assert got is ups                     # nothing combined: the list itself
     assert columnar.consolidate_records([("a", 0, 1)]) is None    # not plain: rows
 
+
+
+@pytest.mark.parametrize("outer", [(0, (1 << 63) - 1), (1, (1 << 63) - 2)])
+def test_product_times_spanning_int64_decode_as_rows_do(outer):
+    """Product times whose components lie 2^63 apart: the distinct-time table's
+    widths are Python ints (a review: int64 widths wrapped, and every decode of such
+    a batch raised), so a loop over such epochs agrees in columns and in rows."""
+    from ddflow.testing import evaluate
+    ups = [((k, k + 1), outer[k % 2], 1) for k in range(20)]
+
+    def build(a):
+        return a.iterate(lambda x: x.concat(x.map(lambda r: (r[0], r[0]))).distinct())
+    with columnar.columnar(None):
+        rows = evaluate(build, [ups])
+    with columnar.columnar(0):
+        cols = evaluate(build, [ups])
+    assert sorted(cols, key=repr) == sorted(rows, key=repr) and len(rows) == 40

@@ -276,3 +276,37 @@ def test_inputs_advancing_unevenly_keep_the_latest_final_time_explainable():
     assert ex.time == 59 and ex.check()
     a_op = df.engine.operators(a.node)[0]
     assert a_op.since is not None and not a_op.since.less_equal(0)   # it did compact
+
+
+def test_one_off_explanations_keep_no_dataflow_alive_and_drop_lets_their_copy_go():
+    """The copy `Capture.explain` keeps for the next record asked at a time reaches
+    the capture's dataflow again: kept on the capture, it goes with it (a module
+    table keyed by the capture would keep every explained dataflow alive), and
+    `Dataflow.drop(capture)` lets it go with the capture."""
+    import gc
+    import weakref
+
+    def explained():
+        df = ddflow.Dataflow()
+        a_in, a = df.new_collection("a")
+        cap = a.map(lambda x: (x % 3, x)).reduce(lambda k, vs: [(len(vs), 1)]).capture()
+        a_in.extend([(i, 0, 1) for i in range(30)])
+        a_in.close()
+        df.run()
+        first = cap.explain((1, 10), 0)
+        assert cap.explain((1, 10), 0).inputs == first.inputs and first.check()
+        return df, cap
+
+    refs = []
+    for _ in range(3):
+        df, cap = explained()
+        refs.append((weakref.ref(df), weakref.ref(cap)))
+        del df, cap
+    gc.collect()
+    assert [r() for pair in refs for r in pair] == [None] * 6
+
+    df, cap = explained()
+    copy = weakref.ref(cap.asking.copy)
+    df.drop(cap)
+    gc.collect()
+    assert copy() is None

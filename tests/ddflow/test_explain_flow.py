@@ -382,6 +382,112 @@ def test_inputs_sharing_a_name_are_explained_apart_when_maintained():
     assert ex.inputs == cap.explain((1, ("a", "b")), 0).inputs
 
 
+@pytest.mark.parametrize("where", ["lineage", "join_map", "join_core"])
+@pytest.mark.parametrize("maintained", [True, False])
+def test_a_user_function_is_never_failed_on_support_records_the_forward_side_skips(
+        where, maintained):
+    """`(1, 0)` cancels before the join arranges it: the forward side never gives
+    `10 // 0` to the user's function, but it is in the join's support.  Lineage and
+    the pair table call the function on it too: raising there is "no image", so the
+    run with an explanation finishes like the one without, and the explanation
+    (without the cancelled record's pair) reproduces the output."""
+    df = ddflow.Dataflow()
+    a_in, a = df.new_collection("a")
+    b_in, b = df.new_collection("b")
+    keyed = a.concat(a.filter(lambda kv: kv[1] == 0).negate())
+    if where == "lineage":
+        out = keyed.join(b).map(lambda kab: (kab[0], 10 // kab[1][0]))
+    elif where == "join_map":
+        out = keyed.join_map(b, lambda k, x, y: (k, 10 // x))
+    else:
+        out = keyed.join_core(b, lambda k, x, y: [(k, 10 // x)])
+    cap = out.capture()
+    q = (1, 10)
+    if maintained:
+        mx = df.explain(cap)
+        mx.questions.insert(q)
+        mx.questions.advance_to(1)
+    a_in.insert((1, 0))
+    a_in.insert((1, 1))
+    b_in.insert((1, "b"))
+    a_in.advance_to(1)
+    b_in.advance_to(1)
+    df.run()
+    assert cap.at(0) == {q: 1}
+    ex = mx.explanation(q, 0) if maintained else cap.explain(q, 0)
+    assert ex.inputs["a"] == {(1, 1): 1} and ex.inputs["b"] == {(1, "b"): 1}
+    assert ex.check()
+
+
+def test_a_question_removed_more_often_than_inserted_has_no_explanation():
+    """A question asked a negative number of times (removed more often than
+    inserted) is a typed error naming it and the time, not an empty explanation
+    that does not reproduce its record; `inputs` leaves it out."""
+    df = ddflow.Dataflow()
+    a_in, a = df.new_collection("a")
+    b_in, b = df.new_collection("b")
+    cap = a.join(b).capture()
+    mx = df.explain(cap)
+    for i in range(4):
+        a_in.insert((i, i))
+        b_in.insert((i, -i))
+    mx.questions.insert((1, (1, -1)))
+    mx.questions.remove((2, (2, -2)))          # never asked: -1
+    for s in (a_in, b_in, mx.questions):
+        s.advance_to(1)
+    df.run()
+    assert mx.asked(0) == {(1, (1, -1)): 1, (2, (2, -2)): -1}
+    with pytest.raises(GraphError, match="asked -1 times") as err:
+        mx.explanation((2, (2, -2)), 0)
+    assert err.value.record == (2, (2, -2)) and err.value.time == 0
+    assert err.value.operator == cap.node.name
+    assert mx.inputs(0) == {"a": {(1, 1): 1}, "b": {(1, -1): 1}}
+    assert mx.explanation((1, (1, -1)), 0).check()
+
+
+@pytest.mark.parametrize("how", ["mx.drop", "df.drop(mx)", "df.drop(capture)"])
+def test_a_dropped_explanation_does_no_more_work_and_reads_as_a_typed_error(how):
+    """`MaintainedExplanation.drop()` (or `Dataflow.drop` of it, or of the capture
+    it explains) closes its questions and drops every operator of it: later changes
+    cost it nothing, reading it is a `GraphError`, and the forward side goes on."""
+    df = ddflow.Dataflow()
+    a_in, a = df.new_collection("a")
+    counts = a.map(lambda x: (x % 3, x)).count()         # ((k, x), 1)
+    cap = counts.capture()
+    other = counts.map(lambda kc: kc[1]).capture()     # the forward side goes on here
+    mx = df.explain(cap)
+    keep = df.explain(other)                           # another explanation: untouched
+    for i in range(30):
+        a_in.insert(i)
+    mx.questions.insert(((1, 10), 1))
+    keep.questions.insert(1)
+    for s in (a_in, mx.questions, keep.questions):
+        s.advance_to(1)
+    df.run()
+    assert mx.explanation(((1, 10), 1), 0).check()
+    {"mx.drop": mx.drop, "df.drop(mx)": lambda: df.drop(mx),
+     "df.drop(capture)": lambda: df.drop(cap)}[how]()
+    mx.drop()                                          # twice: nothing more
+    assert mx.dropped and mx.questions.closed and mx not in df.explanations
+    assert keep in df.explanations
+    assert [n.name for n in mx.nodes if not n.dropped] == [mx.questions.name]
+    spent = mx.work()
+    a_in.insert(100)
+    for s in (a_in, keep.questions):
+        s.advance_to(2)
+    df.run()
+    assert mx.work() == spent
+    for read in (lambda: mx.explanation(((1, 10), 1), 0), lambda: mx.asked(1),
+                 lambda: mx.inputs(1)):
+        with pytest.raises(GraphError, match="dropped") as err:
+            read()
+        assert err.value.operator == cap.node.name
+    assert other.at(1) == {1: 31}
+    assert len(keep.explanation(1, 1).inputs["a"]) == 31 and keep.explanation(1, 1).check()
+    if how != "df.drop(capture)":
+        assert len(cap.at(1)) == 31 and cap.at(1)[((1, 100), 1)] == 1
+
+
 # -- a reduce reached by part of its group (the explanation run alone) ------------
 
 def _explained_both_ways(df, cap, sessions, record):
