@@ -39,14 +39,29 @@ Rules, for a demanded `(x, c)` of node `n`:
 * linear: every `y` of the input's support whose image holds `x` (lineage);
 * join (all kinds): both sides of every support pair giving `x`;
 * reduce, `distinct_trace`: the support records of `x`'s key (for `min` / `max`
-  only those with the winning value or a better one);
+  only those with the winning value or a better one), and the same for every key
+  the explanation *reaches* there (below);
 * enter: `x` outside, one level out; feedback: `x` one round earlier;
 * leave: `x` inside at the last round of an update of `x` there (reachability
   explains a node by edges of its shortest paths from the roots);
 * anything else: everything its inputs' supports hold.
 
+Supports downstream of a reduce are the full run's records, not what part of a
+group gives: were a key's group demanded in part (another path needing some of its
+records), the explanation run alone would make the reduce emit a value the full
+run never had, which no demand covers.  So beside the demand runs a forward
+closure, the records each node may hold on the explanation alone (*reached*: at an
+input its demanded records; then through each operator what reached records give,
+within its support; at a reduce or a node with no rule, its full-run records for
+the reached keys, which the rules above then demand whole), and a reduce key any
+reached record lands on is demanded as if its outputs were (`_group`; for `min` /
+`max` the full run's winners there, or the whole group when it had none).  Chothia
+et al. close an explanation the same way: on it, the operators give the full
+run's outputs for every record it touches.
+
 All demands live in one root-level `iterate`, a variable of records `(node, x,
-chain, question)`; each round follows one edge backward, and the loop ends when no
+chain, question)` (reached records: `(~node index, ...)`); each round follows one
+edge backward or forward, and the loop ends when no
 demand changes.  Tagged by question, each question's explanation reads apart.  Operators that move records in time (`delay`, `join_function`) have no
 rule and are refused.
 """
@@ -173,6 +188,7 @@ class BackwardFlow:
         self._w: dict[int, Any] = {}
         self.support: dict[int, Any] = {}
         self.pairs: dict[int, Any] = {}
+        self.lineage: dict[int, Linear] = {}
         for n in self.nodes:
             if n.kind != "capture":
                 self.support[id(n)] = self._support(n)
@@ -268,6 +284,7 @@ class BackwardFlow:
             # The stages alone, `inspect` left out: lineage must not call back.
             # (Read from a fresh operator: a copied node's factory holds them.)
             op = Linear([st for st in self.ops[id(n)].stages if st[0] != "inspect"])
+            self.lineage[id(n)] = op
             self.pairs[id(n)] = src.flat_map(
                 lambda yc, op=op: [(z, yc) for z in _image(op, yc[0])], name="explain.lineage")
             return self.pairs[id(n)].map(lambda p: (p[0], p[1][1]))
@@ -321,13 +338,86 @@ class BackwardFlow:
         scope = d.scope
         parts = [d]
         for n in self.nodes:
+            if n.kind == "capture":
+                continue
+            parts.extend(self._forward(n, d, scope))
             if n.kind == "input" or n.kind in _PASSING:
                 continue
             i = self.index[id(n)]
             # One linear operator per step (a copy's chains are not fused).
             mine = d.flat_map(lambda r, i=i: ((r[1], (r[2], r[3])),) if r[0] == i else ())
-            parts.extend(self._rule(n, mine, scope))
+            if n.kind == "reduce":
+                parts.append(self._group(n, mine, self._reached(n.inputs[0], d), scope))
+            else:
+                parts.extend(self._rule(n, mine, scope))
         return parts[0].concat(*parts[1:]).distinct()
+
+    # -- the forward closure, inside the `explain` loop --------------------------
+    def _reached(self, p: Node, d: Any) -> Any:
+        """The reached records `(x, (chain, question))` of node `p` (`_forward`)."""
+        j = ~self.index[id(p)]
+        return d.flat_map(lambda r, j=j: ((r[1], (r[2], r[3])),) if r[0] == j else ())
+
+    def _forward(self, n: Node, d: Any, scope: Scope) -> list:
+        """`R`, the records of `n` the explanation may hold when run alone: records
+        `(~node index, x, chain, question)` of the same variable, a step a round.
+        At an input, its demanded records; through every other operator, what the
+        reached records of its inputs can give there (within its support).  The
+        reduce rule reads it: a key any reached record lands on is demanded whole
+        (`_group`), so that on the explanation the reduce gives the full run's
+        output for it (and nothing the full run never had, which no demand covers)."""
+        i = self.index[id(n)]
+        kind, ins = n.kind, n.inputs
+        if kind == "input":
+            return [d.flat_map(lambda r, i=i: ((~i, r[1], r[2], r[3]),) if r[0] == i else ())]
+
+        def tagged(coll: Any) -> Any:
+            return coll.map(lambda xq, i=i: (~i, xq[0], xq[1][0], xq[1][1]))
+        if kind == "concat":
+            return [tagged(self._reached(p, d)) for p in ins]
+        src = self._reached(ins[0], d)
+        if kind == "consolidate":
+            return [tagged(src)]
+        if kind == "arrange":
+            return [tagged(src.map(lambda xq: ((xq[0], ()), xq[1])) if self.ops[id(n)].by_self
+                           else src)]
+        if kind == "enter":
+            return [tagged(src.map(lambda xq: (xq[0], (xq[1][0] + (0,), xq[1][1]))))]
+        if kind == "leave":
+            return [tagged(src.map(lambda xq: (xq[0], (xq[1][0][:-1], xq[1][1]))))]
+        if kind == "linear":
+            return [tagged(src.flat_map(lambda xq, op=self.lineage[id(n)]: [
+                (z, xq[1]) for z in _image(op, xq[0])]))]
+        if kind == "join":
+            op = self.ops[id(n)]
+            left = src.map(lambda aq: ((aq[0][0], aq[1][1]), aq))
+            right = self._reached(ins[1], d).map(lambda bq: ((bq[0][0], bq[1][1]), bq))
+            return [tagged(left.join(right).flat_map(
+                lambda kp, op=op: [(z, (_chain_max(kp[1][0][1][0], kp[1][1][1][0]), kp[0][1]))
+                                   for z in _join_outputs(op, kp[1][0][0], kp[1][1][0])]))]
+        if kind == "feedback":
+            # The next round's update, where the variable has one (its support):
+            # a reached record stops there when the full run's loop does.
+            held = self._enter("F", n, self.support[id(n)], scope)
+            return [tagged(src.join(held).flat_map(
+                lambda kv: ((kv[0], (kv[1][1], kv[1][0][1])),)
+                if chain_le(kv[1][0][0][:-1] + (kv[1][0][0][-1] + 1,), kv[1][1]) else ()))]
+        # reduce and anything else: the full run's records (its support) where an
+        # input is reached, each demanded whole (`_group`, `_rule`), so the node
+        # gives there what the full run gave.
+        key = self._key(n) if kind == "reduce" else (lambda x: ())
+        first = (lambda y: y[0]) if kind == "reduce" else (lambda y: ())
+        net = self._enter("K", n, self._net(n).map(lambda xc, key=key: (key(xc[0]), xc)),
+                          scope)
+        asked = [self._reached(p, d).map(lambda yq, first=first: (first(yq[0]), yq[1]))
+                 for p in (ins if kind != "reduce" else ins[:1])]
+        out = [tagged(a.distinct().join(net).map(
+            lambda kv: (kv[1][1][0], (_chain_max(kv[1][0][0], kv[1][1][1]), kv[1][0][1]))))
+            for a in asked]
+        if kind != "reduce":
+            out.extend(self._rule(n, self._reached(ins[0], d).concat(
+                *[self._reached(p, d) for p in ins[1:]]), scope))
+        return out
 
     def _gate(self, demand: Any, p: Node, scope: Scope) -> Any:
         """`(x, (c, q))` demanded of input `p` when `p`'s support holds `x` at a
@@ -362,8 +452,6 @@ class BackwardFlow:
                 if chain_le(kv[1][1][2], kv[1][0][0]) else ())]
         if kind == "leave":
             return [self._leave(n, mine, scope)]
-        if kind == "reduce":
-            return [self._group(n, mine, scope)]
         # No rule: everything the inputs' supports hold then (sound, not concise).
         out = []
         for p in ins:
@@ -375,23 +463,47 @@ class BackwardFlow:
                 if chain_le(kv[1][1][1], kv[1][0][0]) else ()))
         return out
 
-    def _group(self, n: Node, mine: Any, scope: Scope) -> Any:
+    def _key(self, n: Node) -> Callable:
+        # A reduce gives (key, output); `distinct_trace` gives the record itself.
+        return (lambda x: x[0]) if getattr(self.ops[id(n)], "logic", None) is not None \
+            else (lambda x: x)
+
+    def _group(self, n: Node, mine: Any, reached: Any, scope: Scope) -> Any:
+        """A reduce's demands: for a demanded output `(x, c)`, the support records of
+        `x`'s key at chains `<= c` (for `min` / `max` only those with the winning
+        value or a better one); for a key some reached record of the input lands on
+        at `c` (`_forward`), the same for every output the full run has for it at
+        chains `<= c`, or, with none, its whole group."""
         source = n.inputs[0]
         r = self._router(source)
         logic = getattr(self.ops[id(n)], "logic", None)
-        # A reduce gives (key, output); `distinct_trace` gives the record itself.
-        key: Callable = (lambda x: x[0]) if logic is not None else (lambda x: x)
+        key = self._key(n)
         # The winner's holders, and any record that would beat it were it not
-        # cancelled in the full run (it may not be on a subset).
+        # cancelled in the full run (it may not be on a subset).  `x` None: all.
         if logic is red.min_logic:
-            keep: Callable = lambda y, x: y[1] <= x[1]          # noqa: E731
+            keep: Callable = lambda y, x: x is None or y[1] <= x[1]      # noqa: E731
         elif logic is red.max_logic:
-            keep = lambda y, x: y[1] >= x[1]                    # noqa: E731
+            keep = lambda y, x: x is None or y[1] >= x[1]                # noqa: E731
         else:
-            keep = lambda y, x: True                            # noqa: E731
+            keep = lambda y, x: True                                     # noqa: E731
+        keys = reached.map(lambda yq: (yq[0][0], yq[1])).distinct()
+        if logic is red.min_logic or logic is red.max_logic:
+            outs = self._enter("K", n, self._net(n).map(lambda xc, key=key: (key(xc[0]), xc)),
+                               scope)
+            won = keys.join(outs).flat_map(
+                lambda kv: ((kv[0], (kv[1][1][0], kv[1][0])),)
+                if chain_le(kv[1][1][1], kv[1][0][0]) else ())
+            some = won.map(lambda kx: (kx[0], kx[1][1]))
+            none = (keys.map(lambda kq: ((kq[0], kq[1]), None))
+                    .antijoin(some.distinct())
+                    .map(lambda kn: (kn[0][0], (None, kn[0][1]))))
+            wanted = [won, none]
+        else:
+            wanted = [keys.map(lambda kq: (kq[0], (None, kq[1])))]
+        asked = mine.map(lambda xq, key=key: (key(xq[0]), xq)).concat(*wanted)
         group = self._enter("G", source, self.support[id(source)]
                             .map(lambda yc: (yc[0][0], yc)), scope)
-        return mine.map(lambda xq, key=key: (key(xq[0]), xq)).join(group).flat_map(
+        return asked.join(group).flat_map(
             lambda kv, r=r, keep=keep: ((*r(kv[1][1][0], kv[1][0][1][0]), kv[1][0][1][1]),)
             if chain_le(kv[1][1][1], kv[1][0][1][0]) and keep(kv[1][1][0], kv[1][0][0])
             else ())

@@ -11,10 +11,11 @@ from ddflow.testing.times import (TIME_KINDS, antichains, grid, minimum_of,
 from ddflow.testing.updates import keyed_updates, updates
 from ddflow.testing.oracle import accumulate_all, check_law, join_closure
 from ddflow.testing.harness import evaluate
-from ddflow.testing.pipelines import DAG_STEPS, STEPS, build_pipeline, dags, pipelines
+from ddflow.testing.pipelines import (DAG_STEPS, REDUCE_BRANCH_STEPS, STEPS, build_pipeline,
+                                     dags, pipelines)
 
 __all__ = [
     "TIME_KINDS", "times", "grid", "minimum_of", "antichains", "nonempty_antichains",
     "updates", "keyed_updates", "check_law", "join_closure", "accumulate_all", "evaluate",
-    "STEPS", "DAG_STEPS", "pipelines", "dags", "build_pipeline",
+    "STEPS", "DAG_STEPS", "REDUCE_BRANCH_STEPS", "pipelines", "dags", "build_pipeline",
 ]

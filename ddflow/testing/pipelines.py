@@ -9,7 +9,9 @@ any other, and together they cover every operator family: linear (`map`, `filter
 (`iterate`, a nested `iterate`, one of them with `distinct_trace`), and a delta
 query.  Some steps are not chains: `a` reaches their last operator both directly
 and through an antijoin or a negation (`DAG_STEPS`), so that records cancel on one
-branch and not on the other; `dags` draws pipelines holding at least one of them.
+branch and not on the other; `dags` draws pipelines holding at least one of them
+(or of `REDUCE_BRANCH_STEPS`, where `a` reaches one operator both through a reduce
+and through a linear operator).
 Loops reach a fixpoint: their bodies end in a `distinct` over a finite
 domain.  Used to test properties that must hold of *any* dataflow (explanations
 reproduce their record; see tests/ddflow/test_explain.py).
@@ -96,11 +98,19 @@ STEPS: dict[str, Callable[[Any, Any], Any]] = {
     "antijoin_concat": lambda a, b: a.antijoin(_distinct_keys(b)).concat(a),
     "antijoin_join": lambda a, b: a.antijoin(_distinct_keys(b)).join(a).map(_mix),
     "minus_antijoin_min": lambda a, b: a.concat(a.antijoin(_distinct_keys(b)).negate()).min(),
+    # `a` through a reduce and through a linear operator, into one operator: an
+    # explanation demanding part of a key's group must not change the reduce there.
+    "filter_concat_count": lambda a, b: a.filter(_even).concat(
+        a.map(_key_of).count().filter(lambda r: r[1] == 1)),
+    "join_min": lambda a, b: a.join(a.min()).map(_mix),
 }
 
 #: The steps in which `a` reaches an operator both directly and through a
 #: negation (an antijoin negates too).
 DAG_STEPS = ("antijoin_concat", "antijoin_join", "minus_antijoin_min")
+
+#: The steps in which `a` reaches an operator both directly and through a reduce.
+REDUCE_BRANCH_STEPS = ("filter_concat_count", "join_min")
 
 
 def _triangles(a: Any, b: Any) -> Any:
@@ -116,10 +126,12 @@ def pipelines(min_size: int = 1, max_size: int = 3, steps: tuple[str, ...] | Non
     return st.lists(st.sampled_from(names), min_size=min_size, max_size=max_size)
 
 
-def dags(max_size: int = 3) -> st.SearchStrategy[list[str]]:
-    """Pipelines (as `pipelines`) holding at least one of `DAG_STEPS`, anywhere."""
+def dags(max_size: int = 3, among: tuple[str, ...] = DAG_STEPS
+         ) -> st.SearchStrategy[list[str]]:
+    """Pipelines (as `pipelines`) holding at least one of `among` (`DAG_STEPS`, or
+    `REDUCE_BRANCH_STEPS`), anywhere."""
     return pipelines(0, max_size - 1).flatmap(lambda before: st.builds(
-        lambda dag, after: before + [dag] + after, st.sampled_from(DAG_STEPS),
+        lambda dag, after: before + [dag] + after, st.sampled_from(among),
         pipelines(0, max_size - 1 - len(before))))
 
 
@@ -130,4 +142,4 @@ def build_pipeline(steps: list[str], a: Any, b: Any) -> Any:
     return a
 
 
-__all__ = ["DAG_STEPS", "STEPS", "build_pipeline", "dags", "pipelines"]
+__all__ = ["DAG_STEPS", "REDUCE_BRANCH_STEPS", "STEPS", "build_pipeline", "dags", "pipelines"]
