@@ -112,14 +112,8 @@ def chain_corrections(keys: Iterable[tuple[Any, Any]], inputs: Callable[[Any], l
         if not ok:
             declined.append((key, u))
             continue
-        corrections = desired_of(total) if total else {}
-        if outs:
-            corrections = dict(corrections)
-            for o, _t, r in outs:
-                corrections[o] = corrections.get(o, 0) - r
-        for o, r in corrections.items():
-            if r:
-                append(((key, o), u, r))
+        _correct(key, u, desired_of(total) if total else {},
+                 [(o, r) for o, _t, r in outs], append)
     return declined, work
 
 
@@ -220,15 +214,20 @@ def chain_corrections_columns(keys: list[tuple[Any, Any]], inputs: Any, outputs:
                 for o, r in desired_of(tot).items():
                     append(((key, o), u, r))
             continue
-        corrections = dict(desired_of(tot)) if tot else {}
-        for o, r in prior or ():
-            corrections[o] = corrections.get(o, 0) - r
-        for o, _t, r in outs:
-            corrections[o] = corrections.get(o, 0) - r
-        for o, r in corrections.items():
-            if r:
-                append(((key, o), u, r))
+        _correct(key, u, desired_of(tot) if tot else {},
+                 list(prior or ()) + [(o, r) for o, _t, r in outs], append)
     return declined, work
+
+
+def _correct(key: Any, u: Any, desired: dict, emitted: list, append: Any) -> None:
+    """Append `((key, o), u, r)` for every output `o` whose desired count less what
+    was emitted before (`(o, r)` pairs) leaves `r != 0`."""
+    corrections = dict(desired)
+    for o, r in emitted:
+        corrections[o] = corrections.get(o, 0) - r
+    for o, r in corrections.items():
+        if r:
+            append(((key, o), u, r))
 
 
 __all__ = ["chain_corrections", "chain_corrections_columns", "chain_corrections_of",

@@ -310,6 +310,22 @@ def _quiet_run(df):
         df.run()
 
 
+def _accepted_poison_then_innocents(df, s, innocents, runs, between=lambda: True):
+    """('k', 0) accepted at time 1 by `runs` runs that leave 1 open, then `innocents`
+    pending records of other keys and the run completing 1, which fails."""
+    s.insert(("k", 1)); s.advance_to(1); df.run()
+    s.insert(("k", 0))
+    for _ in range(runs):
+        _quiet_run(df)
+    assert between()
+    for i in range(innocents):
+        s.insert((f"j{i}", i + 1))
+    s.advance_to(2)
+    with pytest.raises(UserFunctionError) as info:
+        df.run()
+    return info
+
+
 def test_an_accepted_culprit_among_many_pending_innocents_is_blamed_alone(engine):
     # One accepted poison, 60 innocent pending updates (a review): the search over
     # pending ones gives up as soon as withdrawing all of them does not help, and
@@ -318,14 +334,7 @@ def test_an_accepted_culprit_among_many_pending_innocents_is_blamed_alone(engine
     df = _df(engine)
     s, c = df.new_collection("xs")
     out = c.reduce(_poisoned_sum, name="sums").capture()
-    s.insert(("k", 1)); s.advance_to(1); df.run()
-    s.insert(("k", 0))
-    _quiet_run(df)
-    for i in range(60):
-        s.insert((f"j{i}", i + 1))
-    s.advance_to(2)
-    with pytest.raises(UserFunctionError) as info:
-        df.run()
+    info = _accepted_poison_then_innocents(df, s, 60, runs=1)
     assert info.value.inputs == ((s, ("k", 0), 1, 1),)
     df.discard(info.value)
     df.run()
@@ -337,14 +346,8 @@ def test_the_loggings_own_records_are_never_blamed_nor_kept_open(engine):
     s, c = df.new_collection("xs")
     c.reduce(_poisoned_sum, name="sums").capture()
     df.logging()
-    s.insert(("k", 1)); s.advance_to(1); df.run()
-    s.insert(("k", 0))
-    for _ in range(3):
-        _quiet_run(df)                  # the logging's records at times left open
-    assert all(x.open_updates == [] for x in df.sessions if x is not s)
-    for i in range(10):
-        s.insert((f"j{i}", i + 1))
-    s.advance_to(2)
-    with pytest.raises(UserFunctionError) as info:
-        df.run()
+    # Three runs leave the logging's records at times left open as well.
+    info = _accepted_poison_then_innocents(
+        df, s, 10, runs=3,
+        between=lambda: all(x.open_updates == [] for x in df.sessions if x is not s))
     assert info.value.inputs == ((s, ("k", 0), 1, 1),)
