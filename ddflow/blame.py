@@ -79,7 +79,7 @@ def blame(df: Any, err: DataflowError, taken: list) -> tuple[tuple, tuple] | Non
     runs_without = _trials(df, sessions, units, budget)
     first = [n for n, unit in enumerate(units) if unit[2] != ACCEPTED]
     accepted = len(first) < len(units)
-    culprits = _search(runs_without, units, budget, err, first, monotone=accepted)
+    culprits = _search(runs_without, units, budget, err, first, give_up=accepted)
     if not culprits and accepted:
         budget[0] = MAX_TRIALS      # a budget of its own: the first may be spent
         culprits = _search(runs_without, units, budget, err, list(range(len(units))))
@@ -114,10 +114,10 @@ def _trials(df: Any, sessions: list, units: list,
 
 
 def _search(runs_without: Callable[[list[int]], bool], units: list, budget: list[int],
-            err: DataflowError, candidates: list[int], monotone: bool = False) -> list[int]:
+            err: DataflowError, candidates: list[int], give_up: bool = False) -> list[int]:
     """Indices among `candidates` to blame: a guess whose withdrawal lets the step
     run (the smallest part of it that does), or else a smallest withdrawal found by
-    `_ddmin`; [] if none does.  `monotone`: give up at once when withdrawing every
+    `_ddmin`; [] if none does.  `give_up`: at once when withdrawing every
     candidate does not let the step run (a later search over more units follows)."""
     if not candidates:
         return []
@@ -128,7 +128,7 @@ def _search(runs_without: Callable[[list[int]], bool], units: list, budget: list
         # The failed step itself was the trial with it; without it, does it run?
         return candidates if runs_without(candidates) else []
     valid = runs_without(candidates)
-    if monotone and not valid:
+    if give_up and not valid:
         return []
     return _ddmin(candidates, runs_without, budget, valid=valid)
 
