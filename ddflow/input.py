@@ -498,7 +498,7 @@ def _advanced_columns(rows: list, cols: Columns | None,
 
 
 def _in_advance(updates: list, frontier: Antichain) -> list:
-    """The updates whose time `frontier` has not passed (all of them are open)."""
+    """The updates whose time `frontier` has not passed: not complete, still open."""
     elements = frontier.elements
     if not elements:
         return []
