@@ -50,7 +50,7 @@ def _same_as_one_off(mx, cap, record, time, inputs):
         assert all(present.get(d) == m for d, m in recs.items()), (name, recs)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), steps=st.one_of(pipelines(max_size=3), dags(max_size=3)),
        late=st.booleans())
 def test_maintained_equals_one_off_after_every_run_int(data, steps, late):
@@ -98,7 +98,7 @@ def test_maintained_equals_one_off_after_every_run_int(data, steps, late):
                     mx.explanation(q, e)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), steps=st.one_of(pipelines(max_size=3), dags(max_size=3)))
 def test_maintained_equals_one_off_at_product_times(data, steps):
     """Partially ordered times: questions inserted at some times and retracted at
@@ -148,7 +148,7 @@ KEYED = ("filter", "join", "semijoin", "antijoin", "sum", "min", "max", "distinc
          "threshold", "reduce", "count")
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), step=st.sampled_from(KEYED))
 def test_maintained_explanations_of_a_keyed_operator_hold_the_records_key_alone(data, step):
     """Every record of the output asked at once: each explanation holds only records
@@ -539,7 +539,7 @@ def test_two_negations_deep_the_record_keeping_the_inner_one_absent_is_demanded(
     assert got.inputs == {"e": {(1, 2): 1}, "f": {(1,): 1}, "g": {(1,): 1}}
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), steps=dags(max_size=3, among=REDUCE_BRANCH_STEPS))
 def test_pipelines_joining_a_reduce_branch_with_a_linear_one_reproduce(data, steps):
     """Pipelines in which `a` reaches one operator both through a reduce and through
