@@ -40,17 +40,13 @@ from bisect import bisect_left, bisect_right
 from operator import itemgetter
 from typing import Any
 
-from lattice import Antichain, DataflowError, as_time, less_equal, same_lattice, sort_key
+from lattice import Antichain, as_time, less_equal, same_lattice, sort_key
 from ddflow import frames
 from ddflow.errors import GraphError, NotFinalError, TimeError
 from ddflow.graph import Node, cone
-from ddflow.updates import (accumulate, consolidate, fallback_key, sort_updates_ordered,
-                            sorted_data)
+from ddflow.updates import (UNORDERED, accumulate, consolidate, fallback_key, is_chain,
+                            sort_updates_ordered, sorted_data)
 from operators.capture import Cursor
-
-#: What `<` on data raises when Python cannot order them (mixed types, None, or
-#: records holding times): the order falls back to `fallback_key`, as in `consolidate`.
-_UNORDERED = (TypeError, ValueError, DataflowError)
 
 #: Re-sort the whole list rather than merge the changed records in one by one when
 #: they are more than a quarter of it (bisecting for each costs more than sorting);
@@ -406,7 +402,7 @@ class Capture:
         if self._dirty:
             try:
                 self._sorted = self._merge(current)
-            except _UNORDERED:
+            except UNORDERED:   # `<` cannot order the new data: decide anew
                 return self._rebuild()   # new data `<` cannot order: decide anew
             self._dirty = set()
         return self._sorted
@@ -423,15 +419,29 @@ class Capture:
         copied whole, each changed record found by bisection and written anew."""
         natural = self._natural
         records = self._records
-        changed = sorted(self._dirty) if natural else sorted(self._dirty, key=fallback_key)
+        dirty = self._dirty
+        changed = sorted(dirty) if natural else sorted(dirty, key=fallback_key)
+        if natural and not is_chain(changed):
+            raise TypeError("changed data only partly ordered by <")
         key = itemgetter(0) if natural else (lambda u: fallback_key(u[0]))
         out: list = []
         pos = 0
+        end = len(current)
         for data in changed:
             k = data if natural else fallback_key(data)
             lo = bisect_left(current, k, pos, key=key)
             hi = bisect_right(current, k, lo, key=key)
+            if natural and not ((lo == 0 or current[lo - 1][0] < data)
+                                and (hi == end or data < current[hi][0])
+                                and all(u[0] == data for u in current[lo:hi])):
+                # bisection trusts `<`; a frozenset it orders only partly lands
+                # between neighbours it is not between
+                raise TypeError("new data only partly ordered by <")
             out += current[pos:lo]
+            if not natural:
+                # one fallback key may hold unequal data (a class defined twice):
+                # keep the entries of those not written anew here
+                out += [u for u in current[lo:hi] if u[0] not in dirty]
             rec = records.get(data)
             if rec:
                 out += [(data, t, rec[t]) for t in sorted(rec, key=sort_key)]

@@ -18,6 +18,7 @@ import zlib
 from typing import Any
 
 from ddflow.errors import DataError
+from ddflow.values import compared_fields, plain
 
 
 def canonical_bytes(x: Any) -> bytes:
@@ -30,7 +31,8 @@ def canonical_bytes(x: Any) -> bytes:
       `1.0`, `True`, `Fraction(1)`, numpy's `int64(1)`; `0.0` and `-0.0`) and which
       `PYTHONHASHSEED` does not salt; NaN, equal to nothing, encodes as NaN;
     * tuples, strs, bytes and frozensets of any subclass as their base type (a
-      namedtuple `P(1, 2)` equals `(1, 2)`), element by element.
+      namedtuple `P(1, 2)` equals `(1, 2)`, a `str` Enum member its value), element
+      by element; numpy scalars as their item; a dataclass by its compared fields.
 
     A type of its own is encoded by its name and `repr` (equal only to itself).
 
@@ -55,17 +57,20 @@ def canonical_bytes(x: Any) -> bytes:
         return b"b" + struct.pack(">I", len(x)) + x
     if t is frozenset:
         return b"{" + b"".join(sorted(canonical_bytes(e) for e in x)) + b"}"
-    # Subclasses and other types whose instances may equal the plain ones above.
+    # Subclasses and other types whose instances may equal the plain ones above
+    # (`ddflow.values`: numpy scalars, a str Enum, a dataclass's compared fields).
+    p = plain(x)
+    if p is not x:
+        return canonical_bytes(p)
     if isinstance(x, numbers.Number):
         return _number(x)
     if isinstance(x, tuple):
         return canonical_bytes(tuple(x))
-    if isinstance(x, str):
-        return canonical_bytes(str(x))
-    if isinstance(x, bytes):
-        return canonical_bytes(bytes(x))
     if isinstance(x, frozenset):
         return canonical_bytes(frozenset(x))
+    fields = compared_fields(x)
+    if fields is not None:
+        return b"d" + t.__qualname__.encode() + b":" + canonical_bytes(fields)
     r = repr(x)
     if " at 0x" in r:
         raise DataError(

@@ -42,12 +42,15 @@ from __future__ import annotations
 
 from decimal import Decimal
 from fractions import Fraction
+from itertools import islice
+from operator import le
 from typing import Any, Callable, Hashable, Iterable, Mapping
 
 from lattice import DataflowError, Product, as_time, less_equal, same_lattice, sort_key
 
 from ddflow.diff import check_diff
 from ddflow.errors import DataError, DiffError, TimeError
+from ddflow.values import compared_fields, plain
 
 Update = tuple[Any, Any, Any]
 """An update triple `(data, time, diff)`."""
@@ -55,39 +58,46 @@ Update = tuple[Any, Any, Any]
 
 # --- deterministic order ----------------------------------------------------------
 
-_NATURAL = (str, bytes)
-_NUMBERS = (int, float, bool, Fraction, Decimal)
-
-
 def _fallback_key(x: Any) -> tuple:
     """A key that exists for every value: `(type name, repr)`, refined so that the
-    order stays natural where it can (numbers as numbers, tuples element-wise) and does
-    not depend on hash order (set elements are sorted first).
+    order stays natural where it can (numbers as numbers, strings as strings, tuples
+    element-wise) and does not depend on hash order (set elements are sorted first).
 
-    Values equal under `==` get equal keys wherever Python's own types make them
-    equal across types: `False`, `0` and `0.0` are one number, a namedtuple is the
-    tuple of its items.  A dict (and so consolidation) takes them as one record,
-    so the order must too: a key placed by one spelling and looked up by another
-    would otherwise be two keys to a sorted trace, and a reduce would answer twice.
+    Values equal under `==` get equal keys (`ddflow.values`): `False`, `0`, `0.0`
+    and `numpy.int64(0)` are one number, a namedtuple is the tuple of its items, a
+    `str` Enum member its string, a dataclass its compared fields.  A dict (and so
+    consolidation) takes them as one record, so the order must too: a key placed by
+    one spelling and looked up by another would otherwise be two keys to a sorted
+    trace, and a reduce would answer twice.  Built-in values come first, other
+    types after them by name and `repr` (so no type's name can pose as a built-in's).
 
     >>> _fallback_key(False) == _fallback_key(0) == _fallback_key(0.0)
     True
     >>> sorted_data([(1, "a"), True, 0.5, "b"])
     [0.5, True, 'b', (1, 'a')]
     """
+    x = plain(x)
     t = type(x)
-    if t in _NUMBERS or isinstance(x, _NUMBERS):
-        return ("number", x)
-    if t in _NATURAL:
-        return (t.__name__, x)
+    if t is int or t is float or t is bool or t is Fraction or t is Decimal:
+        # a NaN is equal to nothing, and a Decimal NaN raises when compared
+        return (0, "number", x) if x == x else (0, "nan", repr(x))
+    if t is str or t is bytes:
+        return (0, t.__name__, x)
     if isinstance(x, tuple):
-        return ("tuple", tuple([_fallback_key(e) for e in x]))
+        return (0, "tuple", tuple([_fallback_key(e) for e in x]))
     if t is complex:
         # equal to a real number when its imaginary part is 0, and unordered
-        return ("number", x.real) if not x.imag else ("complex", (x.real, x.imag))
-    if t is frozenset or t is set:
-        return (t.__name__, tuple(sorted([_fallback_key(e) for e in x])))
-    return (t.__name__, repr(x))
+        if not x.imag:
+            return _fallback_key(x.real)
+        return (0, "complex", (_fallback_key(x.real), _fallback_key(x.imag)))
+    if isinstance(x, (frozenset, set)):
+        return (0, "frozenset", tuple(sorted([_fallback_key(e) for e in x])))
+    if x is None:
+        return (0, "NoneType", "")
+    fields = compared_fields(x)
+    if fields is not None:
+        return (1, t.__qualname__, 0, _fallback_key(fields))
+    return (1, t.__qualname__, 1, repr(x))
 
 
 fallback_key = _fallback_key
@@ -105,13 +115,32 @@ def sorted_data(items: Iterable[Any], key: Callable[[Any], Any] | None = None) -
     """
     items = list(items)
     try:
-        return sorted(items, key=key)
-    except (TypeError, ValueError, DataflowError):
-        # Not totally ordered by `<` (mixed types, None, or records holding times,
-        # whose `<` raises TimeError): use a key that always exists.
-        if key is None:
-            return sorted(items, key=_fallback_key)
-        return sorted(items, key=lambda item: _fallback_key(key(item)))
+        out = sorted(items, key=key)
+        if is_chain(out if key is None else list(map(key, out))):
+            return out
+    except UNORDERED:
+        pass
+    # Not totally ordered by `<` (mixed types, None, records holding times, whose
+    # `<` raises TimeError, or frozensets, which `<` orders only partly): use a key
+    # that always exists.
+    if key is None:
+        return sorted(items, key=_fallback_key)
+    return sorted(items, key=lambda item: _fallback_key(key(item)))
+
+
+#: What `<` raises on data it cannot order (a Decimal NaN raises an ArithmeticError).
+UNORDERED = (TypeError, ValueError, ArithmeticError, DataflowError)
+
+
+def is_chain(data: list) -> bool:
+    """Whether sorted `data` is totally ordered by `<=`: each item `<=` the next.
+    `sorted` trusts `<`; frozensets (subsets) and tuples holding them answer `<`
+    without raising yet order only partly, and their sorted lists fail this.
+
+    >>> is_chain([1, 2, 2, 3]), is_chain(sorted([frozenset({1}), frozenset({2})]))
+    (True, False)
+    """
+    return len(data) < 2 or all(map(le, data, islice(data, 1, None)))
 
 
 def sort_updates(updates: Iterable[Update]) -> list[Update]:
@@ -134,9 +163,12 @@ def sort_updates_ordered(updates: Iterable[Update]) -> tuple[list[Update], bool]
     """
     items = list(updates)
     try:
-        return sorted(items, key=lambda u: (u[0], sort_key(u[1]))), True
-    except (TypeError, ValueError, DataflowError):
-        return sorted(items, key=lambda u: (_fallback_key(u[0]), sort_key(u[1]))), False
+        out = sorted(items, key=lambda u: (u[0], sort_key(u[1])))
+        if is_chain([u[0] for u in out]):
+            return out, True
+    except UNORDERED:
+        pass
+    return sorted(items, key=lambda u: (_fallback_key(u[0]), sort_key(u[1]))), False
 
 
 # --- consolidation and accumulation -------------------------------------------

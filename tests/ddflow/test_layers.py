@@ -25,7 +25,7 @@ PACKAGES = ("lattice", "ddflow", "operators")
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("lattice: order theory", ("lattice", "lattice.*")),
     ("core data and the graph model",
-     ("ddflow", "ddflow.errors", "ddflow.arguments", "ddflow.diff", "ddflow.updates",
+     ("ddflow", "ddflow.errors", "ddflow.arguments", "ddflow.diff", "ddflow.values", "ddflow.updates",
       "ddflow.columnar", "ddflow.bulk_input",
       "ddflow.batch", "ddflow.key_history", "ddflow.trace", "ddflow.progress",
       "ddflow.sharding", "ddflow.frames", "ddflow.graph")),

@@ -83,11 +83,14 @@ def test_cached_rdds_stay_bounded_over_100_epochs_and_go_at_stop(spark):
     assert tally["resident"] + tally["replayed"] > 150 >= tally["rebuilt"], tally
 
 
-def test_stop_leaves_no_ddflow_path_in_the_temp_dir(spark):
+def test_stop_leaves_no_ddflow_path_in_the_temp_dir(spark, tmp_path, monkeypatch):
     """The checkpoint directory goes at `stop()`; the project zip shipped to the
     executors lives in Spark's own files directory of the session (executors that
-    start later fetch it), which Spark removes with the session."""
+    start later fetch it), which Spark removes with the session.  The temp dir is
+    this test's own, so that a `ddflow-*` path of another test or process running
+    beside it (the suite runs on two workers) cannot count."""
     from pyspark import SparkFiles
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     pattern = os.path.join(tempfile.gettempdir(), "ddflow-*")
     before = set(glob.glob(pattern))
     engine = SparkEngine(spark, shards=2, ship_code=True)
