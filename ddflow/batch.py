@@ -20,7 +20,7 @@ import numpy as np
 
 from lattice import Antichain, advance_by
 from ddflow import columnar
-from ddflow.columnar import Columns, wants_column_build, wants_columns
+from ddflow.columnar import Columns, wants_column_batch
 from ddflow.diff import Diff, check_diff
 from ddflow.errors import BatchError, DataError
 
@@ -123,7 +123,7 @@ class Batch:
             raise BatchError(f"a batch's lower {lower!r} must precede its upper {upper!r}")
         if not isinstance(updates, (list, tuple)):
             updates = list(updates)
-        if wants_column_build(len(updates)):
+        if wants_column_batch(len(updates)):
             batch = _from_columns(updates, lower, upper, since)
             if batch is not None:
                 return batch
@@ -312,7 +312,7 @@ def merge_batches(batches: list[Batch], since: Antichain | None) -> Batch:
     With a `since`, every time is advanced by it and entries that become equal are
     consolidated; without one, the sinces of the parts are met (their union).
     """
-    if wants_columns(sum(b.len for b in batches)):
+    if wants_column_batch(sum(b.len for b in batches)):
         merged = _merge_columns(batches, since)
         if merged is not None:
             return merged

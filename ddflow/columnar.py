@@ -41,14 +41,29 @@ from lattice import Product
 #: Diffs whose sums could leave int64 stay in rows (Python ints do not overflow).
 _DIFF_LIMIT = 1 << 62
 
-#: Merges of at least this many updates go columnar when plain.  Measured (process
+#: The columnar threshold the others derive from: operator outputs of at least this
+#: many updates are consolidated by the columnar kernel (`wants_column_build`), an
+#: input keeps its history in columns from it (`wants_columns`).  Measured (process
 #: CPU per update, the result decoded for readers): merging parts that are already
 #: columns costs 0.45-0.7 us against 0.6-1.6 us in rows from 1k updates up;
 #: a merge re-encodes only its row parts, the small recent batches.
 COLUMNAR_MIN = 4096
 
-#: A batch built from update triples goes columnar from `BUILD_FACTOR` times the
-#: merge threshold.  Measured (process CPU, build then `update_list`, best of 3)
+#: Batches (`Batch.from_updates`, `merge_batches`) go columnar from `COLUMNAR_MIN //
+#: BATCH_DIVISOR` updates (256).  A batch's layout decides how every later step reads
+#: it: a columnar one is merged at ~0.3 us an update against ~1 us in rows (measured
+#: over the merges of the join+count stream), joined by the vectorized kernel instead
+#: of a dict lookup per delta record, and summed per key by the count kernel without
+#: being encoded first.  Built alone (process CPU, best of 5): 500 updates with
+#: distinct keys 275 us in columns against 373 in rows, 250 even; 500 updates over
+#: 170 keys 283 against 199, even from 1,000.  The join+count stream at 100k updates
+#: in epochs of 1,000 (batches of ~500 and ~2,000) ran in 1,420-1,450 ms against
+#: 1,810-1,940 with batches columnar from 4,096 (min of 3, loaded box); thresholds of
+#: 128 to 1,024 measured alike there.
+BATCH_DIVISOR = 16
+
+#: Operator outputs are consolidated by the columnar kernel from `BUILD_FACTOR` times
+#: `COLUMNAR_MIN` (`operators.base`).  Measured (process CPU, build then `update_list`, best of 3)
 #: once encoding split fields by itemgetter and decoding ran without the cyclic GC:
 #: columns win from 2k updates (2.2 ms against 1.4), 1.9x at 4k, 2.1x at 8k, 4x at
 #: 64k; the reachability load at 200k nodes took 17 s against 21-24 s with 16.
@@ -82,7 +97,7 @@ def columnar(n: int | None) -> Iterator[None]:
 
 
 def wants_columns(n: int) -> bool:
-    """Whether a merge of `n` updates should try columns."""
+    """Whether `n` updates are many enough for columns at the base threshold."""
     t = _threshold
     return t is not None and n >= t and n > 0
 
@@ -96,9 +111,18 @@ def wants_column_join(n: int) -> bool:
 
 
 def wants_column_build(n: int) -> bool:
-    """Whether a batch built from `n` update triples should try columns."""
+    """Whether an operator's output of `n` update triples should be consolidated by
+    the columnar kernel (`consolidate_records`)."""
     t = _threshold
     return t is not None and n >= t * BUILD_FACTOR and n > 0
+
+
+def wants_column_batch(n: int) -> bool:
+    """Whether a batch of `n` updates (built from triples, or merged) should try
+    columns: from `COLUMNAR_MIN // BATCH_DIVISOR` (at least 1 unless the threshold
+    is 0, which puts every plain batch in columns)."""
+    t = _threshold
+    return t is not None and n > 0 and n >= (t and max(1, t // BATCH_DIVISOR))
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
