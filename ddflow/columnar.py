@@ -521,6 +521,52 @@ def join_updates(delta: Columns, other: Columns, flipped: bool, sign: int,
     return list(zip(zip(keys, zip(a, b)), t, r)), n
 
 
+def _width(shape: int) -> int:
+    return 1 if shape < 0 else shape
+
+
+def join_columns(delta: Columns, other: Columns, flipped: bool, sign: int,
+                 kind: str) -> tuple[Columns | None, int] | None:
+    """`join_updates` left in columns, for `join_records` to consolidate and decode
+    once: the keys, the left value's columns then (for a `join`) the right value's
+    side by side as the values, the lattice joins of the times, the products of the
+    diffs times `sign`; and the number of pairs.  None when a product could leave
+    int64 (the caller goes by `join_updates`, in Python ints)."""
+    li, ri, times, diffs = join_pairs(delta, other)
+    n = len(li)
+    if not n:
+        return None, 0
+    if diffs.dtype == object:
+        return None
+    (a, ar), (b, br) = ((other, ri), (delta, li)) if flipped else ((delta, li), (other, ri))
+    vals = a.vals[ar] if kind == "semijoin" else np.concatenate([a.vals[ar], b.vals[br]],
+                                                                 axis=1)
+    return Columns(delta.keys[li], vals, times, diffs * sign if sign != 1 else diffs,
+                   delta.kshape, vals.shape[1], delta.product), n
+
+
+@_gc_paused
+def join_records(parts: Sequence[Columns], lshape: int, rshape: int,
+                 kind: str) -> list | None:
+    """The consolidated sum of `join_columns` parts as `((k, (a, b)), t, r)` triples
+    (`((k, a), t, r)` for a `semijoin`), `a` decoded by `lshape` and `b` by
+    `rshape`; None when a sum could leave int64."""
+    c = merge(parts, None)
+    if c is None:
+        return None
+    if not len(c):
+        return []
+    keys = _decode_col(c.keys, c.kshape)
+    lw = _width(lshape)
+    a = _decode_col(c.vals[:, :lw], lshape)
+    t = _times_list(c.times, c.product)
+    r = c.diffs.tolist()
+    if kind == "semijoin":
+        return list(zip(zip(keys, a), t, r))
+    b = _decode_col(c.vals[:, lw:], rshape)
+    return list(zip(zip(keys, zip(a, b)), t, r))
+
+
 @_gc_paused
 def consolidate_records(updates: list) -> list | None:
     """`(data, time, diff)` triples consolidated by the columnar kernels (sorted by
@@ -656,9 +702,11 @@ def _key_codes(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 __all__ = ["Columns", "encode", "encode_records", "records", "entered", "join_updates",
+           "join_columns", "join_records",
            "encode_frontier", "encode_keys", "encode_times", "consolidate", "advance",
            "in_advance_of", "merge", "decode", "updates", "join_pairs", "key_rows",
            "group_sums", "decode_values", "key_entries", "consolidate_records", "columnar",
            "columnar_min", "set_columnar_min", "wants_columns", "wants_column_build",
+           "wants_column_batch", "BATCH_DIVISOR",
            "wants_column_join",
            "COLUMNAR_MIN", "BUILD_FACTOR"]
