@@ -36,7 +36,7 @@ from ddflow.progress import ENTER
 from ddflow.trace import Batch, Trace
 
 
-_time_of = itemgetter(1)
+_data_of, _time_of = itemgetter(0), itemgetter(1)
 
 
 class Arrange(Operator):
@@ -64,9 +64,11 @@ class Arrange(Operator):
     # -- input ---------------------------------------------------------------
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
-        if self.by_self:
-            updates = [((d, ()), t, r) for d, t, r in updates]
-        else:
+        # By self, the records are buffered as they come (`Batch.from_records` pairs
+        # them with `()`, or encodes them without the pairs).
+        if not self.by_self and (set(map(type, data := list(map(_data_of, updates))))
+                                 != {tuple} or set(map(len, data)) != {2}):
+            # Not all plain pairs (C-level passes): find the first that is no pair.
             for u in updates:
                 d = u[0]
                 if (type(d) is not tuple or len(d) != 2) and not (
@@ -128,8 +130,8 @@ class Arrange(Operator):
         if ready:
             lower = self._upper if self._upper is not None else Antichain()
             try:
-                batch = Batch.from_updates(ready, lower=lower_of(lower, ready, frontier),
-                                           upper=frontier)
+                batch = (Batch.from_records if self.by_self else Batch.from_updates)(
+                    ready, lower=lower_of(lower, ready, frontier), upper=frontier)
             except DataError as exc:
                 if exc.operator is not None:
                     raise
@@ -138,7 +140,12 @@ class Arrange(Operator):
             # Nothing combined or cancelled: the batch holds exactly `ready`, which
             # passes on as is (no second list of tuples decoded from the batch: at
             # 600k edges, ~100 MB at the peak of a load).
-            self.emit(ready if batch.len == len(ready) else batch.update_list())
+            if batch.len != len(ready):
+                self.emit(batch.update_list())
+            elif self.by_self:
+                self.emit([((d, ()), t, r) for d, t, r in ready])
+            else:
+                self.emit(ready)
         self._upper = frontier
 
     # -- readers and compaction ----------------------------------------------
