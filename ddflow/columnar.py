@@ -590,7 +590,8 @@ def join_pairs(left: Columns, right: Columns) -> tuple[np.ndarray, np.ndarray, n
                                                        np.ndarray]:
     """Every pair of a left row and a right row with equal keys: `(li, ri, times,
     diffs)`, the row indices into each side, the lattice join of the two times and
-    the product of the diffs (a sort-merge join: both sides are sorted by key)."""
+    the product of the diffs (a binary search of each left key among the right
+    side's, which must be sorted by key; the left rows may come in any order)."""
     lk, rk = _key_codes(left.keys, right.keys)
     counts, ri = _gather(rk, lk)
     li = np.repeat(np.arange(len(lk)), counts)

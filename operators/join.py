@@ -137,7 +137,10 @@ class JoinCore(Operator):
         n = len(d_left) + len(d_right)
         if kind not in ("join", "semijoin") or not wants_column_join(n):
             return None
-        dl = columnar.encode(d_left) if d_left else None
+        # A delta is looked up in the other side's columns, so its own rows need no
+        # order (the pairs are consolidated at the end); the right delta is also the
+        # other side of the deltas' pairs, so it is sorted by key.
+        dl = columnar.encode(d_left, sort=False) if d_left else None
         dr = columnar.encode(d_right) if d_right else None
         if (d_left and dl is None) or (d_right and dr is None):
             return None

@@ -27,6 +27,7 @@ batches key by key.  The switch is `set_chain_columns` (on by default).
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -50,6 +51,8 @@ _TOTAL_LOGICS: dict[Callable, Callable[[int], dict]] = {}
 #: columns of layout `vshape` (`ddflow.columnar`).  Lets a pass whose traces are all
 #: columns subtract what was emitted in numpy (`_corrections_in_columns`).
 _TOTAL_KERNELS: dict[Callable, Callable[[np.ndarray], tuple]] = {}
+
+_first, _second = itemgetter(0), itemgetter(1)
 
 #: Whether `chain_corrections_of` reads columnar batches by `chain_corrections_columns`.
 _columns_on = True
@@ -281,11 +284,9 @@ def _corrections_in_columns(keys: list, late: np.ndarray, total: np.ndarray,
     sums = columnar.consolidate(columnar.Columns(
         owner.reshape(-1, 1), np.concatenate(vals), np.zeros((len(owner), 1), np.int64),
         np.concatenate(diffs), -1, vshape, False))
-    append = made.append
-    for i, o, r in zip(sums.keys[:, 0].tolist(), columnar.decode_values(
-            sums, np.arange(len(sums))), sums.diffs.tolist()):
-        key, u = keys[i]
-        append(((key, o), u, r))
+    at = list(map(keys.__getitem__, sums.keys[:, 0].tolist()))
+    made.extend(zip(zip(map(_first, at), columnar.decode_values(sums, np.arange(len(sums)))),
+                    map(_second, at), sums.diffs.tolist()))
     return True
 
 
