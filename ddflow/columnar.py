@@ -240,11 +240,25 @@ def _encode_times(times: Sequence[Any], n: int) -> tuple[np.ndarray, bool] | Non
     return None
 
 
-def _split(updates: Sequence[Any], width: int) -> list[list] | None:
-    """The fields of equal-width tuples as one list each, or None if some element is
+#: `_split` transposes up to this many tuples by `zip(*updates)`.
+_ZIP_MAX = 4096
+
+
+def _split(updates: Sequence[Any], width: int) -> list[Sequence] | None:
+    """The fields of equal-width tuples as one sequence each, or None if some element is
     not a tuple of that width.  (`zip(*updates)` passes every element as an argument
     of one call: 0.65 s for 600k triples against 0.07 s for these maps.)"""
-    if set(map(type, updates)) != {tuple} or set(map(len, updates)) != {width}:
+    if set(map(type, updates)) != {tuple}:
+        return None
+    if len(updates) <= _ZIP_MAX:
+        # Small: one transposing zip, whose strict mode checks the widths (44 us
+        # against 68 for 500 triples; 2x slower than the maps at 20k).
+        try:
+            fields = list(zip(*updates, strict=True))
+        except ValueError:
+            return None
+        return fields if len(fields) == width else None
+    if set(map(len, updates)) != {width}:
         return None
     return [list(map(itemgetter(i), updates)) for i in range(width)]
 
