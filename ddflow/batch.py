@@ -20,7 +20,7 @@ import numpy as np
 
 from lattice import Antichain, advance_by
 from ddflow import columnar
-from ddflow.columnar import Columns, wants_column_batch
+from ddflow.columnar import Columns, wants_column_batch, wants_columns
 from ddflow.diff import Diff, check_diff
 from ddflow.errors import BatchError, DataError
 
@@ -339,7 +339,12 @@ def merge_batches(batches: list[Batch], since: Antichain | None) -> Batch:
     With a `since`, every time is advanced by it and entries that become equal are
     consolidated; without one, the sinces of the parts are met (their union).
     """
-    if wants_column_batch(sum(b.len for b in batches)):
+    n = sum(b.len for b in batches)
+    # Below the base threshold, a merge whose parts are all read as rows (built so,
+    # or columns decoded by key reads: `Batch.get`) stays in rows: its readers go key
+    # by key, and a columnar result would be decoded whole at its first read (the
+    # one-edge reachability epoch at 2,000 nodes: 0.69 ms a median epoch against 0.60).
+    if wants_column_batch(n) and (wants_columns(n) or any(b._data is None for b in batches)):
         merged = _merge_columns(batches, since)
         if merged is not None:
             return merged
