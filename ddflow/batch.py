@@ -20,7 +20,7 @@ import numpy as np
 
 from lattice import Antichain, advance_by
 from ddflow import columnar
-from ddflow.columnar import Columns, wants_column_build, wants_columns
+from ddflow.columnar import Columns, wants_column_batch, wants_columns
 from ddflow.diff import Diff, check_diff
 from ddflow.errors import BatchError, DataError
 
@@ -123,7 +123,7 @@ class Batch:
             raise BatchError(f"a batch's lower {lower!r} must precede its upper {upper!r}")
         if not isinstance(updates, (list, tuple)):
             updates = list(updates)
-        if wants_column_build(len(updates)):
+        if wants_column_batch(len(updates)):
             batch = _from_columns(updates, lower, upper, since)
             if batch is not None:
                 return batch
@@ -161,6 +161,28 @@ class Batch:
             g[k] = diff if prev is None else prev + diff
         data, n = _freeze(groups)
         return cls(lower, upper, lower if since is None else since, data, n)
+
+    @classmethod
+    def from_records(cls, records: list[tuple[Any, Any, Any]], lower: Antichain,
+                     upper: Antichain) -> Batch:
+        """`from_updates` of `((data, ()), time, diff)` for `(data, time, diff)`
+        records: a collection arranged by itself.  A large plain one is encoded
+        straight from the records (`columnar.encode_records`), without the pairs.
+
+        >>> from lattice import Antichain
+        >>> Batch.from_records([("k", 1, 1), ("k", 1, 1)], Antichain([0]), Antichain([5])).data
+        {'k': (((), 1, 2),)}
+        """
+        if wants_column_batch(len(records)):
+            require_antichain("lower", lower)
+            require_antichain("upper", upper)
+            if lower.dominates(upper):
+                cols = columnar.encode_records(records)
+                if cols is not None:
+                    batch = _from_columns(records, lower, upper, None, cols)
+                    if batch is not None:
+                        return batch
+        return cls.from_updates([((d, ()), t, r) for d, t, r in records], lower, upper)
 
     @classmethod
     def empty(cls, lower: Antichain, upper: Antichain,
@@ -215,10 +237,13 @@ def _frontier_columns(f: Antichain, product: bool) -> np.ndarray | None:
 
 
 def _from_columns(updates: list, lower: Antichain, upper: Antichain,
-                  since: Antichain | None) -> Batch | None:
-    """The columnar batch of `updates`, or None if they are not plain or any time lies
-    outside `[lower, upper)` (the row path then raises the error naming it)."""
-    cols = columnar.encode(updates, sort=False)
+                  since: Antichain | None, cols: Columns | None = None) -> Batch | None:
+    """The columnar batch of `updates` (or of `cols`, their columns, consolidated),
+    or None if they are not plain or any time lies outside `[lower, upper)` (the row
+    path then raises the error naming it)."""
+    consolidated = cols is not None
+    if cols is None:
+        cols = columnar.encode(updates, sort=False)
     if cols is None:
         return None
     lo = _frontier_columns(lower, cols.product)
@@ -232,7 +257,9 @@ def _from_columns(updates: list, lower: Antichain, upper: Antichain,
         return None
     if adv is not None:
         cols.times = columnar.advance(times, adv)
-    cols = columnar.consolidate(cols)
+        consolidated = False
+    if not consolidated:
+        cols = columnar.consolidate(cols)
     n = len(cols)
     return Batch(lower, upper, lower if since is None else since, None if n else {}, n,
                  cols if n else None)
@@ -312,7 +339,12 @@ def merge_batches(batches: list[Batch], since: Antichain | None) -> Batch:
     With a `since`, every time is advanced by it and entries that become equal are
     consolidated; without one, the sinces of the parts are met (their union).
     """
-    if wants_columns(sum(b.len for b in batches)):
+    n = sum(b.len for b in batches)
+    # Below the base threshold, a merge whose parts are all read as rows (built so,
+    # or columns decoded by key reads: `Batch.get`) stays in rows: its readers go key
+    # by key, and a columnar result would be decoded whole at its first read (the
+    # one-edge reachability epoch at 2,000 nodes: 0.69 ms a median epoch against 0.60).
+    if wants_column_batch(n) and (wants_columns(n) or any(b._data is None for b in batches)):
         merged = _merge_columns(batches, since)
         if merged is not None:
             return merged

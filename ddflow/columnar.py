@@ -41,14 +41,29 @@ from lattice import Product
 #: Diffs whose sums could leave int64 stay in rows (Python ints do not overflow).
 _DIFF_LIMIT = 1 << 62
 
-#: Merges of at least this many updates go columnar when plain.  Measured (process
+#: The columnar threshold the others derive from: operator outputs of at least this
+#: many updates are consolidated by the columnar kernel (`wants_column_build`), an
+#: input keeps its history in columns from it (`wants_columns`).  Measured (process
 #: CPU per update, the result decoded for readers): merging parts that are already
 #: columns costs 0.45-0.7 us against 0.6-1.6 us in rows from 1k updates up;
 #: a merge re-encodes only its row parts, the small recent batches.
 COLUMNAR_MIN = 4096
 
-#: A batch built from update triples goes columnar from `BUILD_FACTOR` times the
-#: merge threshold.  Measured (process CPU, build then `update_list`, best of 3)
+#: Batches (`Batch.from_updates`, `merge_batches`) go columnar from `COLUMNAR_MIN //
+#: BATCH_DIVISOR` updates (256).  A batch's layout decides how every later step reads
+#: it: a columnar one is merged at ~0.3 us an update against ~1 us in rows (measured
+#: over the merges of the join+count stream), joined by the vectorized kernel instead
+#: of a dict lookup per delta record, and summed per key by the count kernel without
+#: being encoded first.  Built alone (process CPU, best of 5): 500 updates with
+#: distinct keys 275 us in columns against 373 in rows, 250 even; 500 updates over
+#: 170 keys 283 against 199, even from 1,000.  The join+count stream at 100k updates
+#: in epochs of 1,000 (batches of ~500 and ~2,000) ran in 1,420-1,450 ms against
+#: 1,810-1,940 with batches columnar from 4,096 (min of 3, loaded box); thresholds of
+#: 128 to 1,024 measured alike there.
+BATCH_DIVISOR = 16
+
+#: Operator outputs are consolidated by the columnar kernel from `BUILD_FACTOR` times
+#: `COLUMNAR_MIN` (`operators.base`).  Measured (process CPU, build then `update_list`, best of 3)
 #: once encoding split fields by itemgetter and decoding ran without the cyclic GC:
 #: columns win from 2k updates (2.2 ms against 1.4), 1.9x at 4k, 2.1x at 8k, 4x at
 #: 64k; the reachability load at 200k nodes took 17 s against 21-24 s with 16.
@@ -82,7 +97,7 @@ def columnar(n: int | None) -> Iterator[None]:
 
 
 def wants_columns(n: int) -> bool:
-    """Whether a merge of `n` updates should try columns."""
+    """Whether `n` updates are many enough for columns at the base threshold."""
     t = _threshold
     return t is not None and n >= t and n > 0
 
@@ -96,9 +111,18 @@ def wants_column_join(n: int) -> bool:
 
 
 def wants_column_build(n: int) -> bool:
-    """Whether a batch built from `n` update triples should try columns."""
+    """Whether an operator's output of `n` update triples should be consolidated by
+    the columnar kernel (`consolidate_records`)."""
     t = _threshold
     return t is not None and n >= t * BUILD_FACTOR and n > 0
+
+
+def wants_column_batch(n: int) -> bool:
+    """Whether a batch of `n` updates (built from triples, or merged) should try
+    columns: from `COLUMNAR_MIN // BATCH_DIVISOR` (at least 1 unless the threshold
+    is 0, which puts every plain batch in columns)."""
+    t = _threshold
+    return t is not None and n > 0 and n >= (t and max(1, t // BATCH_DIVISOR))
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -216,11 +240,25 @@ def _encode_times(times: Sequence[Any], n: int) -> tuple[np.ndarray, bool] | Non
     return None
 
 
-def _split(updates: Sequence[Any], width: int) -> list[list] | None:
-    """The fields of equal-width tuples as one list each, or None if some element is
+#: `_split` transposes up to this many tuples by `zip(*updates)`.
+_ZIP_MAX = 4096
+
+
+def _split(updates: Sequence[Any], width: int) -> list[Sequence] | None:
+    """The fields of equal-width tuples as one sequence each, or None if some element is
     not a tuple of that width.  (`zip(*updates)` passes every element as an argument
     of one call: 0.65 s for 600k triples against 0.07 s for these maps.)"""
-    if set(map(type, updates)) != {tuple} or set(map(len, updates)) != {width}:
+    if set(map(type, updates)) != {tuple}:
+        return None
+    if len(updates) <= _ZIP_MAX:
+        # Small: one transposing zip, whose strict mode checks the widths (44 us
+        # against 68 for 500 triples; 2x slower than the maps at 20k).
+        try:
+            fields = list(zip(*updates, strict=True))
+        except ValueError:
+            return None
+        return fields if len(fields) == width else None
+    if set(map(len, updates)) != {width}:
         return None
     return [list(map(itemgetter(i), updates)) for i in range(width)]
 
@@ -497,6 +535,52 @@ def join_updates(delta: Columns, other: Columns, flipped: bool, sign: int,
     return list(zip(zip(keys, zip(a, b)), t, r)), n
 
 
+def _width(shape: int) -> int:
+    return 1 if shape < 0 else shape
+
+
+def join_columns(delta: Columns, other: Columns, flipped: bool, sign: int,
+                 kind: str) -> tuple[Columns | None, int] | None:
+    """`join_updates` left in columns, for `join_records` to consolidate and decode
+    once: the keys, the left value's columns then (for a `join`) the right value's
+    side by side as the values, the lattice joins of the times, the products of the
+    diffs times `sign`; and the number of pairs.  None when a product could leave
+    int64 (the caller goes by `join_updates`, in Python ints)."""
+    li, ri, times, diffs = join_pairs(delta, other)
+    n = len(li)
+    if not n:
+        return None, 0
+    if diffs.dtype == object:
+        return None
+    (a, ar), (b, br) = ((other, ri), (delta, li)) if flipped else ((delta, li), (other, ri))
+    vals = a.vals[ar] if kind == "semijoin" else np.concatenate([a.vals[ar], b.vals[br]],
+                                                                 axis=1)
+    return Columns(delta.keys[li], vals, times, diffs * sign if sign != 1 else diffs,
+                   delta.kshape, vals.shape[1], delta.product), n
+
+
+@_gc_paused
+def join_records(parts: Sequence[Columns], lshape: int, rshape: int,
+                 kind: str) -> list | None:
+    """The consolidated sum of `join_columns` parts as `((k, (a, b)), t, r)` triples
+    (`((k, a), t, r)` for a `semijoin`), `a` decoded by `lshape` and `b` by
+    `rshape`; None when a sum could leave int64."""
+    c = merge(parts, None)
+    if c is None:
+        return None
+    if not len(c):
+        return []
+    keys = _decode_col(c.keys, c.kshape)
+    lw = _width(lshape)
+    a = _decode_col(c.vals[:, :lw], lshape)
+    t = _times_list(c.times, c.product)
+    r = c.diffs.tolist()
+    if kind == "semijoin":
+        return list(zip(zip(keys, a), t, r))
+    b = _decode_col(c.vals[:, lw:], rshape)
+    return list(zip(zip(keys, zip(a, b)), t, r))
+
+
 @_gc_paused
 def consolidate_records(updates: list) -> list | None:
     """`(data, time, diff)` triples consolidated by the columnar kernels (sorted by
@@ -520,7 +604,8 @@ def join_pairs(left: Columns, right: Columns) -> tuple[np.ndarray, np.ndarray, n
                                                        np.ndarray]:
     """Every pair of a left row and a right row with equal keys: `(li, ri, times,
     diffs)`, the row indices into each side, the lattice join of the two times and
-    the product of the diffs (a sort-merge join: both sides are sorted by key)."""
+    the product of the diffs (a binary search of each left key among the right
+    side's, which must be sorted by key; the left rows may come in any order)."""
     lk, rk = _key_codes(left.keys, right.keys)
     counts, ri = _gather(rk, lk)
     li = np.repeat(np.arange(len(lk)), counts)
@@ -632,9 +717,11 @@ def _key_codes(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 __all__ = ["Columns", "encode", "encode_records", "records", "entered", "join_updates",
+           "join_columns", "join_records",
            "encode_frontier", "encode_keys", "encode_times", "consolidate", "advance",
            "in_advance_of", "merge", "decode", "updates", "join_pairs", "key_rows",
            "group_sums", "decode_values", "key_entries", "consolidate_records", "columnar",
            "columnar_min", "set_columnar_min", "wants_columns", "wants_column_build",
+           "wants_column_batch", "BATCH_DIVISOR",
            "wants_column_join",
            "COLUMNAR_MIN", "BUILD_FACTOR"]

@@ -21,6 +21,7 @@ of time; the capabilities it holds are the times of updates still buffered.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Iterable, Sequence
 
 from lattice import Antichain, Product, advance_by
@@ -33,6 +34,9 @@ from ddflow.errors import DataError
 from ddflow.key_history import KeyHistory
 from ddflow.progress import ENTER
 from ddflow.trace import Batch, Trace
+
+
+_data_of, _time_of = itemgetter(0), itemgetter(1)
 
 
 class Arrange(Operator):
@@ -60,21 +64,29 @@ class Arrange(Operator):
     # -- input ---------------------------------------------------------------
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
-        if self.by_self:
-            updates = [((d, ()), t, r) for d, t, r in updates]
-        else:
+        # By self, the records are buffered as they come (`Batch.from_records` pairs
+        # them with `()`, or encodes them without the pairs).
+        if not self.by_self and (set(map(type, data := list(map(_data_of, updates))))
+                                 != {tuple} or set(map(len, data)) != {2}):
+            # Not all plain pairs (C-level passes): find the first that is no pair.
             for u in updates:
                 d = u[0]
                 if (type(d) is not tuple or len(d) != 2) and not (
                         isinstance(d, tuple) and len(d) == 2):     # a namedtuple pair
                     raise self._not_a_pair(d, u[1])
-        by_time: dict[Any, list[Update]] = {}
-        for u in updates:
-            bucket = by_time.get(u[1])
-            if bucket is None:
-                by_time[u[1]] = [u]
-            else:
-                bucket.append(u)
+        times = set(map(_time_of, updates))
+        if len(times) == 1:
+            # The usual input of a stream of epochs: one time.  Found by one C-level
+            # pass, not a dict lookup per update.
+            by_time: dict[Any, list[Update]] = {times.pop(): list(updates)}
+        else:
+            by_time = {}
+            for u in updates:
+                bucket = by_time.get(u[1])
+                if bucket is None:
+                    by_time[u[1]] = [u]
+                else:
+                    bucket.append(u)
         buffer = self._buffer
         for t, us in by_time.items():
             bucket = buffer.touch(t)      # recorded once per time, not per update
@@ -118,8 +130,8 @@ class Arrange(Operator):
         if ready:
             lower = self._upper if self._upper is not None else Antichain()
             try:
-                batch = Batch.from_updates(ready, lower=lower_of(lower, ready, frontier),
-                                           upper=frontier)
+                batch = (Batch.from_records if self.by_self else Batch.from_updates)(
+                    ready, lower=lower_of(lower, ready, frontier), upper=frontier)
             except DataError as exc:
                 if exc.operator is not None:
                     raise
@@ -128,7 +140,12 @@ class Arrange(Operator):
             # Nothing combined or cancelled: the batch holds exactly `ready`, which
             # passes on as is (no second list of tuples decoded from the batch: at
             # 600k edges, ~100 MB at the peak of a load).
-            self.emit(ready if batch.len == len(ready) else batch.update_list())
+            if batch.len != len(ready):
+                self.emit(batch.update_list())
+            elif self.by_self:
+                self.emit([((d, ()), t, r) for d, t, r in ready])
+            else:
+                self.emit(ready)
         self._upper = frontier
 
     # -- readers and compaction ----------------------------------------------

@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import deque
+from operator import itemgetter
 from typing import Sequence
 
 from operators.base import Operator
+
+_data = itemgetter(0)
 
 Cursor = tuple[tuple[int, int], ...]
 """Per worker: (batches read, token of the last batch read).  Opaque to readers."""
@@ -60,7 +64,12 @@ class CaptureOp(Operator):
 
     def on_input(self, port: int, updates: list) -> None:
         self.records_in += len(updates)
-        self.consolidate(updates)       # refuses unhashable data before keeping any
+        try:
+            # Refuses unhashable data before keeping any: every record hashed in one
+            # C-level pass (a consolidation only to find one cost 4% of a stream).
+            deque(map(hash, map(_data, updates)), maxlen=0)
+        except TypeError:
+            self.consolidate(updates)       # raises the DataError naming the record
         if updates:
             self.updates.extend(updates)
             self.marks.append((len(self.updates),

@@ -38,6 +38,21 @@ from ddflow.columnar import wants_column_join
 
 _KINDS = ("join", "map", "core", "semijoin")
 
+#: Whether a large delta goes by `JoinCore._in_columns` (`set_join_columns`).
+_columns_join = True
+
+#: `_in_columns` encodes the traces' row batches when they hold at most this many
+#: updates per delta update (beyond, the row path's lookups cost less).
+_ENCODE_ROWS_PER_DELTA = 4
+
+
+def set_join_columns(on: bool) -> bool:
+    """Turn `JoinCore._in_columns` on or off; returns the previous setting.  Both
+    give the same accumulations: the tests run each."""
+    global _columns_join
+    old, _columns_join = _columns_join, on
+    return old
+
 
 class JoinCore(Operator):
     """Join two arrangements by key; `kind` says what each matching pair becomes.
@@ -85,21 +100,82 @@ class JoinCore(Operator):
         d_left, d_right = self._pending_left, self._pending_right
         if d_left or d_right:
             self._pending_left, self._pending_right = [], []
-            out: list[Update] = []
-            if d_left:
-                self._against(d_left, self.right.trace, False, out)
-            if d_right:
-                self._against(d_right, self.left.trace, True, out)
-                if d_left:
-                    by_key: dict[Any, list] = {}
-                    for (k, b), tb, rb in d_right:
-                        by_key.setdefault(k, []).append((b, tb, rb))
-                    self._product(d_left, by_key.get, False, -1, out)
-            self.emit(self.consolidate(out))
+            done = self._in_columns(d_left, d_right) if _columns_join else None
+            if done is not None:
+                self.emit(done)
+            else:
+                self._in_rows(d_left, d_right)
         # Future right batches only meet the left trace at times in advance of the
         # right frontier, and vice versa: that is how far each may compact.
         self.left.advance_reader(self._rid_left, frontiers[1])
         self.right.advance_reader(self._rid_right, frontiers[0])
+
+    def _in_rows(self, d_left: list[Update], d_right: list[Update]) -> None:
+        """Both deltas against the other side's trace, the pairs of the two deltas
+        taken away, the outputs consolidated (a dict over the triples)."""
+        out: list[Update] = []
+        if d_left:
+            self._against(d_left, self.right.trace, False, out)
+        if d_right:
+            self._against(d_right, self.left.trace, True, out)
+            if d_left:
+                by_key: dict[Any, list] = {}
+                for (k, b), tb, rb in d_right:
+                    by_key.setdefault(k, []).append((b, tb, rb))
+                self._product(d_left, by_key.get, False, -1, out)
+        self.emit(self.consolidate(out))
+
+    def _in_columns(self, d_left: list[Update], d_right: list[Update]) -> list | None:
+        """`_in_rows` by the vectorized kernels, when the deltas are large and every
+        batch of both traces is plain in one layout per side (the traces' row
+        batches, if few, encoded: `Trace.column_batches`): each delta joined with
+        the other side's batches and with the other delta (sign -1), the pairs
+        consolidated in columns and decoded once (`ddflow.columnar.join_records`),
+        not each decoded and the lot summed by a dict.  None (nothing done) when
+        that does not apply."""
+        kind = self.kind
+        n = len(d_left) + len(d_right)
+        if kind not in ("join", "semijoin") or not wants_column_join(n):
+            return None
+        # A delta is looked up in the other side's columns, so its own rows need no
+        # order (the pairs are consolidated at the end); the right delta is also the
+        # other side of the deltas' pairs, so it is sorted by key.
+        dl = columnar.encode(d_left, sort=False) if d_left else None
+        dr = columnar.encode(d_right) if d_right else None
+        if (d_left and dl is None) or (d_right and dr is None):
+            return None
+        limit = _ENCODE_ROWS_PER_DELTA * n
+        lt, rt = self.left.trace, self.right.trace
+        right_cols = rt.column_batches(limit) if dl is not None else []
+        left_cols = lt.column_batches(limit) if dr is not None else []
+        if right_cols is None or left_cols is None:
+            return None
+        lefts = left_cols + ([dl] if dl is not None else [])
+        rights = right_cols + ([dr] if dr is not None else [])
+        both = lefts + rights
+        if len({c.kshape for c in both}) != 1 or len({c.product for c in both}) != 1 or len(
+                {c.vshape for c in lefts}) > 1 or len({c.vshape for c in rights}) > 1:
+            return None
+        parts: list = []
+        work = 0
+        jobs = ([(dl, c, False, 1) for c in right_cols]
+                + [(dr, c, True, 1) for c in left_cols]
+                + ([(dl, dr, False, -1)] if dl is not None and dr is not None else []))
+        for delta, other, flipped, sign in jobs:
+            got = columnar.join_columns(delta, other, flipped, sign, kind)
+            if got is None:
+                return None
+            made, pairs = got
+            work += pairs
+            if made is not None:
+                parts.append(made)
+        if not parts:
+            self.work += work
+            return []
+        out = columnar.join_records(parts, lefts[0].vshape, rights[0].vshape, kind)
+        if out is not None:
+            self.work += work
+        return out
 
     def _against(self, delta: list[Update], trace: Any, flipped: bool,
                  out: list[Update]) -> None:

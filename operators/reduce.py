@@ -51,6 +51,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Sequence
 
+import numpy as np
+
 from lattice import Antichain
 from operators.arrange import Arrange, lower_of
 from operators.base import Operator, Update
@@ -360,5 +362,8 @@ def distinct_logic(key: Any, vals: list) -> list:
 _BUILT_IN = (count_logic, sum_logic, min_logic, max_logic, distinct_logic)
 
 # Their results given the total count of a key whose values are all `()`.
-register_total_logic(count_logic, lambda total: {total: 1})
-register_total_logic(distinct_logic, lambda total: {(): 1} if total > 0 else {})
+register_total_logic(count_logic, lambda total: {total: 1},
+                     lambda totals: (np.ones(len(totals), dtype=bool), totals.reshape(-1, 1), -1))
+register_total_logic(distinct_logic, lambda total: {(): 1} if total > 0 else {},
+                     lambda totals: (totals > 0,
+                                     np.empty((int((totals > 0).sum()), 0), np.int64), 0))

@@ -27,6 +27,7 @@ batches key by key.  The switch is `set_chain_columns` (on by default).
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -45,8 +46,28 @@ CHAIN_MIN_KEYS = 64
 #: are all `()` with total count `total` (empty: the key is absent).
 _TOTAL_LOGICS: dict[Callable, Callable[[int], dict]] = {}
 
+#: `logic -> f(totals)`, the same over an int64 array of totals: `(present, vals,
+#: vshape)`, which totals have an output (of diff 1) and those outputs as value
+#: columns of layout `vshape` (`ddflow.columnar`).  Lets a pass whose traces are all
+#: columns subtract what was emitted in numpy (`_corrections_in_columns`).
+_TOTAL_KERNELS: dict[Callable, Callable[[np.ndarray], tuple]] = {}
+
+_first, _second = itemgetter(0), itemgetter(1)
+
 #: Whether `chain_corrections_of` reads columnar batches by `chain_corrections_columns`.
 _columns_on = True
+
+#: Whether `chain_corrections_columns` subtracts the emitted outputs in numpy when
+#: every batch it reads is columnar (`_corrections_in_columns`).
+_vector_on = True
+
+
+def set_chain_vector(on: bool) -> bool:
+    """Turn `_corrections_in_columns` on or off; returns the previous setting.  Both
+    give the same corrections: the tests run each."""
+    global _vector_on
+    old, _vector_on = _vector_on, on
+    return old
 
 
 def set_chain_columns(on: bool) -> bool:
@@ -57,10 +78,15 @@ def set_chain_columns(on: bool) -> bool:
     return old
 
 
-def register_total_logic(logic: Callable, desired: Callable[[int], dict]) -> None:
+def register_total_logic(logic: Callable, desired: Callable[[int], dict],
+                         kernel: Callable[[np.ndarray], tuple] | None = None) -> None:
     """Declare that `logic(key, [((), total)])` is `desired(total)` (and nothing
-    when the total is zero), so `chain_corrections` may evaluate it directly."""
+    when the total is zero), so `chain_corrections` may evaluate it directly;
+    `kernel`, if given, is the same over an array of nonzero totals (see
+    `_TOTAL_KERNELS`)."""
     _TOTAL_LOGICS[logic] = desired
+    if kernel is not None:
+        _TOTAL_KERNELS[logic] = kernel
 
 
 def supports(logic: Callable) -> bool:
@@ -171,12 +197,20 @@ def chain_corrections_columns(keys: list[tuple[Any, Any]], inputs: Any, outputs:
         if c.vshape != 0:
             late[counts > 0] = True
         total += columnar.group_sums(c.diffs[rows], counts)
-    col_outs: dict[int, list] = {}
+    prior_cols: list = []       # per output batch: (owner, rows) of the keys asked
     for c in out_cols:
         counts, rows = columnar.key_rows(c, karr)
         work += len(rows)
         owner = np.repeat(np.arange(n), counts)
         late[owner[np.any(c.times[rows] > uarr[owner], axis=1)]] = True
+        prior_cols.append((c, owner, rows))
+    if in_rows is None and _vector_on:
+        kernel = _TOTAL_KERNELS.get(logic)
+        if kernel is not None and _corrections_in_columns(keys, late, total, prior_cols,
+                                                          kernel, made):
+            return [k for k, is_late in zip(keys, late.tolist()) if is_late], work
+    col_outs: dict[int, list] = {}
+    for c, owner, rows in prior_cols:
         for i, o, r in zip(owner.tolist(), columnar.decode_values(c, rows),
                            c.diffs[rows].tolist()):
             got = col_outs.get(i)
@@ -219,6 +253,43 @@ def chain_corrections_columns(keys: list[tuple[Any, Any]], inputs: Any, outputs:
     return declined, work
 
 
+def _corrections_in_columns(keys: list, late: np.ndarray, total: np.ndarray,
+                            prior_cols: list, kernel: Callable, made: list) -> bool:
+    """The corrections of the keys not `late` in numpy: the desired outputs of their
+    totals (`kernel`, diff 1) less every output emitted before (`prior_cols`), summed
+    per key and output, zeros dropped, appended to `made` as `((key, o), u, r)`.
+    False (nothing done) when the outputs emitted before are not in the kernel's
+    value layout or a total leaves int64."""
+    ok = ~late
+    if total.dtype == object:
+        if len(total) and max(abs(int(x)) for x in total.tolist()) >= 1 << 62:
+            return False
+        total = total.astype(np.int64)
+    idx = np.flatnonzero(ok & (total != 0))
+    present, dvals, vshape = kernel(total[idx])
+    owners = [idx[present]]
+    vals = [dvals]
+    diffs = [np.ones(len(dvals), dtype=np.int64)]
+    for c, owner, rows in prior_cols:
+        if c.vshape != vshape:
+            return False
+        keep = ok[owner]
+        owners.append(owner[keep])
+        vals.append(c.vals[rows[keep]])
+        diffs.append(-c.diffs[rows[keep]])
+    owner = np.concatenate(owners)
+    if not len(owner):
+        return True
+    # One consolidation over (key index, output): `Columns` with the key index as key.
+    sums = columnar.consolidate(columnar.Columns(
+        owner.reshape(-1, 1), np.concatenate(vals), np.zeros((len(owner), 1), np.int64),
+        np.concatenate(diffs), -1, vshape, False))
+    at = list(map(keys.__getitem__, sums.keys[:, 0].tolist()))
+    made.extend(zip(zip(map(_first, at), columnar.decode_values(sums, np.arange(len(sums)))),
+                    map(_second, at), sums.diffs.tolist()))
+    return True
+
+
 def _correct(key: Any, u: Any, desired: dict, emitted: list, append: Any) -> None:
     """Append `((key, o), u, r)` for every output `o` whose desired count less what
     was emitted before (`(o, r)` pairs) leaves `r != 0`."""
@@ -231,4 +302,4 @@ def _correct(key: Any, u: Any, desired: dict, emitted: list, append: Any) -> Non
 
 
 __all__ = ["chain_corrections", "chain_corrections_columns", "chain_corrections_of",
-           "register_total_logic", "set_chain_columns", "supports"]
+           "register_total_logic", "set_chain_columns", "set_chain_vector", "supports"]

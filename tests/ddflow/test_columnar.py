@@ -262,3 +262,58 @@ def test_product_times_spanning_int64_decode_as_rows_do(outer):
     with columnar.columnar(0):
         cols = evaluate(build, [ups])
     assert sorted(cols, key=repr) == sorted(rows, key=repr) and len(rows) == 40
+
+
+@given(data=st.data(), product=st.booleans(), key_tuple=st.booleans(),
+       flipped=st.booleans(), sign=st.sampled_from([1, -1]),
+       kind=st.sampled_from(["join", "semijoin"]))
+def test_join_records_is_the_consolidated_join(data, product, key_tuple, flipped, sign, kind):
+    """`join_columns` (the delta's rows in any order) then `join_records` give the
+    consolidated bilinear join, the left value first: what `JoinCore._in_columns`
+    emits."""
+    times = PRODUCT_TIMES if product else INT_TIMES
+    delta = data.draw(_plain_updates(times, key_tuple, -1))
+    other = data.draw(_plain_updates(times, key_tuple, 0 if kind == "semijoin" else 2))
+    dc, oc = columnar.encode(delta, sort=False), columnar.encode(other)
+    if dc is None or oc is None:
+        return
+    got = columnar.join_columns(dc, oc, flipped, sign, kind)
+    assert got is not None
+    made, pairs = got
+    (ls, lc), (rs, rc) = ((oc.vshape, oc), (dc.vshape, dc)) if flipped else \
+        ((dc.vshape, dc), (oc.vshape, oc))
+    out = columnar.join_records([made], ls, rs, kind) if made is not None else []
+    want = []
+    for (k, x), tx, rx in delta:
+        for (ko, y), ty, ry in other:
+            if k == ko:
+                a, b = (y, x) if flipped else (x, y)
+                want.append(((k, a) if kind == "semijoin" else (k, (a, b)),
+                             join(tx, ty), sign * rx * ry))
+    assert consolidate(out) == consolidate(want) == sorted(out, key=lambda u: (
+        u[0], u[1].sort_key() if product else u[1]))
+    # Pairs of stored rows (the other side consolidated, zeros dropped).
+    assert pairs == sum(1 for (k, _x), _t, _r in columnar.updates(dc)
+                        for (ko, _y), _u, _s in columnar.updates(oc) if k == ko)
+
+
+@given(data=st.data(), layout=LAYOUTS)
+def test_from_records_is_from_updates_paired(data, layout):
+    """A by-self arrangement's batch from its records (encoded without the pairs in
+    columns) holds what `from_updates` of the `((d, ()), t, r)` pairs holds."""
+    recs = [(kv, t, r) for kv, t, r in data.draw(_plain_updates(*layout))]
+    lo, up = Antichain([Product(0, 0) if layout[0] is PRODUCT_TIMES else 0]), Antichain()
+    with columnar.columnar(None):
+        rows = Batch.from_updates([((d, ()), t, r) for d, t, r in recs], lo, up)
+    for threshold in (0, None):
+        with columnar.columnar(threshold):
+            b = Batch.from_records(recs, lo, up)
+        b._check()
+        assert _rows(b) == _rows(rows)
+
+
+def test_from_records_names_a_record_outside_the_batch():
+    with columnar.columnar(0):
+        with pytest.raises(BatchError, match="upper") as err:
+            Batch.from_records([(1, 1, 1), (3, 9, 1)], Antichain([0]), Antichain([5]))
+    assert err.value.record == (3, ()) and err.value.time == 9

@@ -406,9 +406,10 @@ class TraceMachine(RuleBasedStateMachine):
             with pytest.raises(CompactionError):
                 self.trace.set_logical_compaction(Antichain([behind[0]]))
 
-    @rule(threshold=st.sampled_from([None, 0, 6]))
+    @rule(threshold=st.sampled_from([None, 0, 6 * columnar.BATCH_DIVISOR]))
     def switch_layout(self, threshold):
-        """Rows, columns, or columns from 6 updates: later batches and merges take it."""
+        """Rows, columns, or batches columnar from 6 updates: later batches and merges
+        take it."""
         columnar.set_columnar_min(threshold)
 
     def teardown(self):
