@@ -32,13 +32,20 @@ def both_layouts(request):
     """Run a module in each layout: batches always in rows; always in columns where
     the data is plain (`ddflow.columnar`, threshold 0); and in columns with the
     columnar readers off (`reduce_chain.set_chain_columns(False)`: the chain kernel
-    reads key by key, decoding batches), so the law, batching and agreement tests
+    reads key by key, decoding batches); the reduce adds its pending times one by one
+    in rows and grouped by time in columns (`Reduce.bulk_pending_from`), so the law, batching and agreement tests
     check every path.  Module-scoped, so hypothesis tests see no function-scoped
     fixture."""
     from ddflow.columnar import set_columnar_min
+    from operators.reduce import Reduce
     from operators.reduce_chain import set_chain_columns
     old = set_columnar_min(None if request.param == "rows" else 0)
     old_reads = set_chain_columns(request.param != "columns-keyreads")
+    # The reduce's pending times: update by update in rows, grouped by time (its
+    # bulk path, `Reduce.bulk_pending_from`) in the column layouts.
+    old_bulk = Reduce.bulk_pending_from
+    Reduce.bulk_pending_from = 10**9 if request.param == "rows" else 0
     yield request.param
     set_columnar_min(old)
     set_chain_columns(old_reads)
+    Reduce.bulk_pending_from = old_bulk
