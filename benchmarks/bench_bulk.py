@@ -8,8 +8,10 @@ Measured in one run, process CPU, each measurement in a child process:
   updates over 100k keys against the parent, and the peak RSS of each;
 * the initial load of reachability (`ddflow.algorithms.reachability`) at 200k nodes
   / 600k edges, 5 roots (`bench_reachability.workload`), against the networkx
-  from-scratch answer and the parent commit: CPU, and bytes of state per edge
-  (peak RSS less the RSS after the workload was read, over the edge count);
+  from-scratch answer and the parent commit: CPU, and bytes of state per edge:
+  peak RSS less the RSS before the child generated the edges, over the edge count
+  (the system holds the edge tuples then; a dataflow keeps them in its traces),
+  and, for comparison, the earlier figure less the RSS once the tuples existed;
 * a cProfile of the current tree on the 100k join+count stream.
 
 The answers are compared between trees (digests).  The initial loads of triangles
@@ -60,10 +62,9 @@ def default_base() -> str:
 
 
 def measure_reach(trees: dict[str, Path], c: dict, seed: int, tmp: Path, log=print) -> dict:
-    initial, roots, _steps = reach_workload(c["nodes"], c["edges"], c["roots"], 0, seed)
-    wfile = tmp / "reach.json"
-    wfile.write_text(json.dumps({"initial": initial, "roots": roots}))
-    params = {"workload": str(wfile)}
+    # Each child generates the workload itself (`bulk_child._workload`), so that its
+    # RSS before the edges exist is the baseline of what the system holds.
+    params = {"nodes": c["nodes"], "edges": c["edges"], "roots": c["roots"], "seed": seed}
     runs: dict[str, list] = {name: [] for name in [*trees, "networkx"]}
     for rep in range(c["reps"]):
         for name, tree in [*trees.items(), ("networkx", trees["current"])]:
@@ -73,10 +74,13 @@ def measure_reach(trees: dict[str, Path], c: dict, seed: int, tmp: Path, log=pri
             log(f"  reach load rep {rep + 1}/{c['reps']} {name}: "
                 f"{time.monotonic() - t0:.1f} s wall", file=sys.stderr)
     out: dict = {"config": c}
+    per_edge = 2**20 / c["edges"]
     for name, rs in runs.items():
-        state = median([r["rss_peak_mb"] - r["rss_workload_mb"] for r in rs])
+        state = median([r["rss_peak_mb"] - r["rss_base_mb"] for r in rs])
+        old = median([r["rss_peak_mb"] - r["rss_workload_mb"] for r in rs])
         out[name] = {"cpu_ms": median([r["cpu_ms"] for r in rs]),
-                     "state_mb": state, "bytes_per_edge": state * 2**20 / c["edges"],
+                     "state_mb": state, "bytes_per_edge": state * per_edge,
+                     "state_less_tuples_mb": old, "bytes_per_edge_less_tuples": old * per_edge,
                      "rss_peak_mb": median([r["rss_peak_mb"] for r in rs]),
                      "answer_size": rs[0]["answer_size"]}
     out["answers_agree"] = len({r["answer"] for rs in runs.values() for r in rs}) == 1
@@ -106,7 +110,8 @@ def goals(m: dict) -> list[dict]:
                  "measured": f"{ratio:.2f}x networkx", "met": ratio <= 1})
     bpe = r["current"]["bytes_per_edge"]
     rows.append({"goal": "reachability load: <= 300 bytes of state per edge",
-                 "measured": f"{bpe:,.0f} B", "met": bpe <= 300})
+                 "measured": f"{bpe:,.0f} B ({r['current']['bytes_per_edge_less_tuples']:,.0f}"
+                             f" B less the edge tuples)", "met": bpe <= 300})
     return rows
 
 
@@ -125,11 +130,13 @@ def report(result: dict) -> str:
     c = r["config"]
     out.append("")
     out.append(table(f"reachability initial load, {c['nodes']:,} nodes / {c['edges']:,} edges "
-                     f"(process CPU; state = peak RSS less the workload's)",
-                     ["system", "CPU ms", "state MB", "bytes/edge", "peak RSS MB", "reached",
-                      "agree"],
+                     f"(process CPU; state = peak RSS less the RSS before the edges "
+                     f"existed; 'less tuples' = less the RSS once they did)",
+                     ["system", "CPU ms", "state MB", "bytes/edge", "less tuples B/edge",
+                      "peak RSS MB", "reached", "agree"],
                      [[name, r[name]["cpu_ms"], r[name]["state_mb"], r[name]["bytes_per_edge"],
-                       r[name]["rss_peak_mb"], r[name]["answer_size"],
+                       r[name]["bytes_per_edge_less_tuples"], r[name]["rss_peak_mb"],
+                       r[name]["answer_size"],
                        "yes" if r["answers_agree"] else "NO"]
                       for name in ("base", "current", "networkx") if name in r]))
     out.append("")

@@ -30,6 +30,10 @@ declared by class attributes:
   is a trace, its O(#batches) `snapshot()` is taken.  A plain mutable container here
   is refused (`TypeError` at `checkpoint()`): it would need a whole copy.
 * `_append_only`: lists that only grow (or are swapped for a fresh list): their length.
+  Those also in `_private_buffers` (the operator's own, read by no one else) are
+  recorded without a reference when empty at `checkpoint()`: rollback gives back a
+  fresh empty list, and the list swapped out during the step (a whole load, for a
+  join's pending input) is freed when drained rather than when the step ends.
 * `_caches`: derived from the state, reset to None by `rollback()`.
 * `_counters`: counters beyond the base's, restored with them.
 * `_writes`: attributes holding *other* operators whose state this one's hooks
@@ -52,7 +56,7 @@ from ddflow.errors import DataError, DataflowError, UserFunctionError
 from ddflow.progress import IDENTITY, Summary
 from ddflow.columnar import consolidate_records, wants_column_build
 from ddflow.updates import consolidate_unsorted
-from operators.undo import Prefix, UndoDict, undo_dicts
+from operators.undo import EMPTY, Prefix, UndoDict, undo_dicts
 
 Update = tuple  # (data, time, diff)
 
@@ -69,6 +73,9 @@ class Operator:
     _state: tuple[str, ...] = ()
     #: Lists that only grow (or are swapped for a fresh list): recorded by length.
     _append_only: tuple[str, ...] = ()
+    #: Those of `_append_only` no one else holds: an empty one is recorded as empty,
+    #: not by reference (its identity does not matter, so the record need not keep it).
+    _private_buffers: tuple[str, ...] = ()
     #: Caches derived from the state: reset to None by `rollback()`.
     _caches: tuple[str, ...] = ()
     #: Counters beyond the base's: restored by `rollback()`, listed by `counters()`.
@@ -241,9 +248,11 @@ class Operator:
         for d in dicts:
             d.checkpoint()
         prefixes = ()
+        private = self._private_buffers
         for a in self._append_only:
             items = getattr(self, a)
-            prefixes += ((a, Prefix(items, len(items))),)
+            prefixes += ((a, EMPTY if not items and a in private
+                          else Prefix(items, len(items))),)
         self._undo_log = _Checkpoint(names, values, dicts, traces, prefixes)
         # One record for the scalars, one per trace snapshot, one per list length.
         self.undo_records += 1 + len(traces) + len(prefixes)

@@ -110,6 +110,7 @@ class Feedback(Operator):
 
     _state = ("_log", "_log_next", "_recent", "truncated")
     _append_only = ("_held",)       # extended, then swapped for the updates still held
+    _private_buffers = _append_only
     _caches = ("_caps",)
     summary = NEXT_ROUND
 

@@ -66,6 +66,7 @@ class JoinCore(Operator):
     n_inputs = 2
     # Each side's changes since the last frontier: extended, then swapped for fresh lists.
     _append_only = ("_pending_left", "_pending_right")
+    _private_buffers = _append_only
     _writes = ("left", "right")     # advance_reader moves the arrangements' compaction
 
     def __init__(self, left: Arrange, right: Arrange, kind: str = "join",

@@ -204,6 +204,7 @@ class Consolidate(Operator):
     """
 
     _append_only = ("_buffer",)     # extended, then swapped for a fresh list
+    _private_buffers = _append_only
 
     def __init__(self, name: str = "consolidate") -> None:
         super().__init__(name)

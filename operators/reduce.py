@@ -88,6 +88,10 @@ class Reduce(Operator):
     #: (`replay_chain`): a loop's load evaluates most keys once per round, each time
     #: at a round above everything stored.  Tests run with it on and off.
     chain_replay: bool = True
+    #: Input batches of at least this many updates add their pending times grouped by
+    #: time (`_add_pending_keys`); smaller ones update by update.  Tests set it to 0
+    #: or to a large number to run either path alone.
+    bulk_pending_from: int = 256
 
     def __init__(self, source: Arrange, logic: Logic, name: str = "reduce") -> None:
         super().__init__(name)
@@ -98,27 +102,47 @@ class Reduce(Operator):
         self._check_result = logic not in _BUILT_IN
         self._rid = source.register_reader()
         self.out_trace = Trace()
-        # key -> times to evaluate; time -> keys pending there (the index that lets a
-        # pass skip keys whose times all lie beyond the frontier).
-        self._pending: dict[Any, set] = UndoDict()
+        # key -> the time to evaluate, or a set of them; time -> keys pending there
+        # (the index that lets a pass skip keys whose times all lie beyond the
+        # frontier).
+        self._pending: dict[Any, Any] = UndoDict()
         self._by_time: dict[Any, dict] = UndoDict()
         self._upper: Antichain | None = None
         self._since: Antichain | None = None
 
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
+        if len(updates) < self.bulk_pending_from:
+            for (k, _v), t, _r in updates:
+                self._add_pending(k, t)
+            return
+        # A bulk batch has few distinct times: its keys are grouped by time, and the
+        # keys with nothing pending (all of them, in a load) are added at once.
+        by_t: dict = {}
         for (k, _v), t, _r in updates:
-            self._add_pending(k, t)
+            ks = by_t.get(t)
+            if ks is None:
+                by_t[t] = {k: None}
+            else:
+                ks[k] = None
+        for t, ks in by_t.items():
+            self._add_pending_keys(t, ks)
 
     def _add_pending(self, key: Any, t: Any) -> None:
+        """`t` pending for `key`.  One pending time is kept bare, more in a set: a
+        load leaves one time at most keys, and a set apiece was ~200 bytes a key."""
         pending = self._pending
         s = pending.get(key)
         if s is None:
-            pending[key] = {t}
-        elif t in s:
+            pending[key] = t
+        elif type(s) is set:
+            if t in s:
+                return
+            pending.touch(key).add(t)
+        elif s == t:
             return
         else:
-            pending.touch(key).add(t)
+            pending[key] = {s, t}
         by_time = self._by_time
         keys = by_time.get(t)
         if keys is None:
@@ -126,6 +150,25 @@ class Reduce(Operator):
             self._caps = None
         else:
             by_time.touch(t)[key] = None
+
+    def _add_pending_keys(self, t: Any, keys: dict) -> None:
+        """`t` pending for each of `keys` (a dict, values None), at once for the keys
+        with nothing pending yet."""
+        pending = self._pending
+        held = [k for k in keys if k in pending] if pending else ()
+        for k in held:
+            del keys[k]
+            self._add_pending(k, t)
+        if not keys:
+            return
+        pending.set_many(dict.fromkeys(keys, t))
+        by_time = self._by_time
+        at = by_time.touch(t)
+        if at is None:
+            by_time[t] = keys
+            self._caps = None
+        else:
+            at.update(keys)
 
     def capabilities(self) -> Iterable[Any]:
         return self.pending_capabilities(self._by_time)
@@ -174,12 +217,29 @@ class Reduce(Operator):
     def _drop_pending(self, key: Any) -> None:
         """Forget the key's pending times (its evaluation takes them over)."""
         by_time = self._by_time
-        for t in self._pending.pop(key):
+        s = self._pending.pop(key)
+        for t in (s if type(s) is set else (s,)):
             keys = by_time.touch(t)
             keys.pop(key, None)
             if not keys:
                 del by_time[t]
                 self._caps = None
+
+    def _drop_single(self, t: Any, keys: list) -> None:
+        """Forget the pending time `t` of `keys`, each of which had `t` alone."""
+        self._pending.pop_many(keys)
+        by_time = self._by_time
+        at = by_time[t]
+        if len(at) == len(keys):
+            del by_time[t]              # every key pending at `t` (a load's round)
+            self._caps = None
+            return
+        at = by_time.touch(t)
+        for k in keys:
+            del at[k]
+        if not at:
+            del by_time[t]
+            self._caps = None
 
     def _reduce_chains(self, keys: dict, beyond: Callable[[Any], bool],
                        emitted: list[Update]) -> list:
@@ -190,13 +250,9 @@ class Reduce(Operator):
         rest: list = []
         pending = self._pending
         for key in keys:
-            s = pending[key]
-            if len(s) == 1:
-                for u in s:
-                    if not beyond(u):
-                        single.append((key, u))
-                    else:
-                        rest.append(key)
+            u = pending[key]
+            if type(u) is not set and not beyond(u):
+                single.append((key, u))
             else:
                 rest.append(key)
         if not single:
@@ -205,20 +261,27 @@ class Reduce(Operator):
                                               self.logic, emitted)
         self.work += work
         left = {key for key, _u in declined}
-        for key, _u in single:
+        done: dict = {}                 # time -> the keys evaluated there
+        for key, u in single:
             if key not in left:
-                self._drop_pending(key)
-                self.times_visited += 1
+                ks = done.get(u)
+                if ks is None:
+                    done[u] = [key]
+                else:
+                    ks.append(key)
+        for u, ks in done.items():
+            self._drop_single(u, ks)
+            self.times_visited += len(ks)
         rest.extend(key for key, _u in declined)
         return rest
 
     def _reduce_key(self, key: Any, beyond: Callable[[Any], bool],
                     emitted: list[Update]) -> None:
         pending = self._pending[key]
-        if len(pending) == 1:
+        if type(pending) is not set:
             # The commonest case (a key touched once in a pass): no time to put back,
             # one index entry to drop.
-            (u,) = pending
+            u = pending
             if beyond(u):
                 return
             del self._pending[key]
