@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import attrs
+
 from lattice import join
 from ddflow.errors import GraphError, TimeError
 from ddflow.explain_flow import TIMED_STAGES, BackwardFlow
@@ -275,6 +277,9 @@ def replicate(target: Any, contents: dict[Any, dict], *, observe: bool, reader: 
             for p in n.inputs:
                 made[id(n)].inputs.append(made[id(p)])
                 made[id(p)].consumers.append((made[id(n)], 0))
+        if n.conjunctive is not None:       # the plan's description, over the copies
+            made[id(n)].conjunctive = attrs.evolve(
+                n.conjunctive, sources=tuple(made[id(s)] for s in n.conjunctive.sources))
     watched = nodes if observe else [target]
     caps: dict[int, Any] = {}
     for n in watched:
