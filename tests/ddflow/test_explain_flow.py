@@ -616,3 +616,31 @@ def test_loops_explain_every_record_at_every_time(data, steps, kind):
             s.advance_to(e + 1)
         df.run()
         explained(e)
+
+
+def test_on_a_bsp_engine_the_one_off_points_to_the_maintained_explanation():
+    """The BSP engine keeps inputs on its shards: `Capture.explain` says so (a typed
+    error naming `df.explain`); the maintained explanation runs there, and equals
+    the local engine's one-off."""
+    from ddflow.engine.bsp import InProcessShards
+    answers = {}
+    for engine in (None, InProcessShards(2)):
+        df = ddflow.Dataflow(engine=engine) if engine is not None else ddflow.Dataflow()
+        a_in, a = df.new_collection("a")
+        cap = a.map(lambda x: (x % 3, x)).min().capture()
+        mx = df.explain(cap)
+        for x in range(10):
+            a_in.insert(x)
+        mx.questions.insert((1, 1))
+        for s in (a_in, mx.questions):
+            s.advance_to(1)
+        df.run()
+        ex = mx.explanation((1, 1), 0)
+        assert ex.inputs == {"a": {1: 1}} and ex.check()
+        answers[engine is None] = ex.inputs
+        if engine is None:
+            assert cap.explain((1, 1), 0).inputs == ex.inputs
+        else:
+            with pytest.raises(DataError, match=r"df\.explain\(capture\)"):
+                cap.explain((1, 1), 0)
+    assert answers[True] == answers[False]
