@@ -44,6 +44,10 @@ Rules, for a demanded `(x, c)` of node `n`:
 * enter: `x` outside, one level out; feedback: `x` one round earlier;
 * leave: `x` inside at the last round of an update of `x` there (reachability
   explains a node by edges of its shortest paths from the roots);
+* a worst-case optimal plan (delta query, Generic Join: `ddflow.query` marks its
+  output with a `Conjunctive`), read as one operator over its sources, its half
+  joins and indices left out: for each atom, the source records agreeing with
+  `x` on the atom's variables the head binds (a triangle: its three edges);
 * anything else: everything its inputs' supports hold.
 
 Supports downstream of a reduce are the full run's records, not what part of a
