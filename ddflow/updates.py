@@ -13,7 +13,9 @@ Invariants kept:
 * `consolidate` returns triples in one deterministic order: by data, then by
   `lattice.sort_key(time)` (never by `<` on times).  Data that Python cannot order
   (mixed types, `None`, times inside records) falls back to a key built from
-  `(type name, repr)`, so output never depends on hash order.
+  `(type name, repr)`, so output never depends on hash order; numbers of every type
+  share one key space and tuples go element-wise, so values equal under `==` (`0`,
+  `False`, `0.0`) stay one key, as they are one record to a dict.
 
 Two readings of a list of triples are used, and the functions say which:
 
@@ -38,6 +40,8 @@ with 0, so they need ordered (int) diffs.
 
 from __future__ import annotations
 
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any, Callable, Hashable, Iterable, Mapping
 
 from lattice import DataflowError, Product, as_time, less_equal, same_lattice, sort_key
@@ -51,18 +55,36 @@ Update = tuple[Any, Any, Any]
 
 # --- deterministic order ----------------------------------------------------------
 
-_NATURAL = (int, float, str, bytes, bool)
+_NATURAL = (str, bytes)
+_NUMBERS = (int, float, bool, Fraction, Decimal)
 
 
 def _fallback_key(x: Any) -> tuple:
     """A key that exists for every value: `(type name, repr)`, refined so that the
-    order stays natural where it can (ints as numbers, tuples element-wise) and does
-    not depend on hash order (set elements are sorted first)."""
+    order stays natural where it can (numbers as numbers, tuples element-wise) and does
+    not depend on hash order (set elements are sorted first).
+
+    Values equal under `==` get equal keys wherever Python's own types make them
+    equal across types: `False`, `0` and `0.0` are one number, a namedtuple is the
+    tuple of its items.  A dict (and so consolidation) takes them as one record,
+    so the order must too: a key placed by one spelling and looked up by another
+    would otherwise be two keys to a sorted trace, and a reduce would answer twice.
+
+    >>> _fallback_key(False) == _fallback_key(0) == _fallback_key(0.0)
+    True
+    >>> sorted_data([(1, "a"), True, 0.5, "b"])
+    [0.5, True, 'b', (1, 'a')]
+    """
     t = type(x)
+    if t in _NUMBERS or isinstance(x, _NUMBERS):
+        return ("number", x)
     if t in _NATURAL:
         return (t.__name__, x)
-    if t is tuple:
+    if isinstance(x, tuple):
         return ("tuple", tuple([_fallback_key(e) for e in x]))
+    if t is complex:
+        # equal to a real number when its imaginary part is 0, and unordered
+        return ("number", x.real) if not x.imag else ("complex", (x.real, x.imag))
     if t is frozenset or t is set:
         return (t.__name__, tuple(sorted([_fallback_key(e) for e in x])))
     return (t.__name__, repr(x))

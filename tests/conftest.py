@@ -10,6 +10,13 @@ lucky draw; it prints the reproduction blob of a failing example, to replay it
 locally with `@reproduce_failure`.  Exploration happens locally (and in tests that
 seed rounds of their own, see `test_reliability`).  `ci` is loaded when the
 environment variable `CI` is set.
+
+The suite runs on two workers (`-n 2`, pytest-xdist; CI has two cores): each test
+module goes whole to one worker (module-scoped fixtures such as `both_layouts` are
+set up once), and everything that starts Spark (tests taking the `spark` session
+fixture, the `test_spark*` modules that run Spark in subprocesses, notebook 08)
+goes to one worker as one unit, so one Spark session serves the run and no two JVMs
+compete (`pytest_xdist_make_scheduler` below).  `-n 0` runs it in one process.
 """
 
 from __future__ import annotations
@@ -42,3 +49,35 @@ def both_layouts(request):
     yield request.param
     set_columnar_min(old)
     set_chain_columns(old_reads)
+
+
+
+def _scope(nodeid: str) -> str:
+    """The unit a worker takes whole: `spark` for everything that starts Spark (a
+    test id naming it: the `test_spark*` modules, engine contracts run on Spark,
+    notebook 08), else the test's module."""
+    return "spark" if "spark" in nodeid.lower() else nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Units of `_scope` instead of xdist's modules: one worker holds the one Spark
+    session of a run.  (xdist's own module and file schedulers are made the same
+    way, by a subclass choosing the scope.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SparkApart(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _scope(nodeid)
+
+    return SparkApart(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that takes the Spark session must say so in its id, or `_scope` would
+    let a second worker start a second session."""
+    wrong = [item.nodeid for item in items
+             if "spark" in getattr(item, "fixturenames", ()) and _scope(item.nodeid) != "spark"]
+    if wrong:
+        raise pytest.UsageError(f"tests taking the `spark` fixture must name Spark in their id "
+                                f"(tests/conftest.py `_scope`): {wrong}")

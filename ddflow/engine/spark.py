@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import logging
 import pickle
 import time
@@ -61,14 +60,15 @@ from typing import Any, Iterable, Iterator
 
 from ddflow import frames
 from ddflow.arguments import nonnegative_int, positive_seconds
-from ddflow.engine.bsp import BSPEngine, open_worker, read_op
+from ddflow.engine.bsp import BSPEngine
 from ddflow.engine import spark_io
 from ddflow.engine.fed import FedRows, fed_messages
-from ddflow.engine.shard_log import RESIDENT, DirectoryStore, ShardLog
+from ddflow.engine.shard_log import DirectoryStore, ShardLog
 from ddflow.engine.spark_io import by_shard
-from ddflow.engine.superstep import ShardState, Stage, dumps, shard_superstep
-from ddflow.errors import DataError, EngineUnavailableError, StaleReadError
-from operators.capture import journal_since, read_since
+from ddflow.engine.superstep import ShardState, Stage
+from ddflow.engine import spark_tasks as tasks
+from ddflow.errors import DataError, EngineUnavailableError
+from operators.capture import read_since
 
 log = logging.getLogger("ddflow.spark")
 
@@ -80,107 +80,6 @@ from ddflow.engine.spark_session import (  # noqa: E402
 
 #: `checkpoint_every=0`: a shard's log is compacted only once it outweighs its base.
 _NO_COUNT = 1 << 62
-
-
-# -- the tasks ---------------------------------------------------------------------
-#: Tasks between two full collections of this Python worker's frozen objects.
-_FULL_COLLECTION_EVERY = 500
-_tasks_run = 0
-
-
-def _task(stage: Stage, index: int, records: Iterable) -> Iterable:
-    """One Spark task: shard `index`'s superstep (`superstep.shard_superstep`), its
-    worker kept in this Python worker process (`shard_log.RESIDENT`)."""
-    yield from shard_superstep(index, records, stage, RESIDENT)
-    _settle_heap()
-
-
-def _settle_heap() -> None:
-    """Move what this process holds now out of the cyclic collector's sight.
-
-    The resident workers are millions of long-lived objects, and every full
-    collection walked them all and found nothing (measured at 100k edges: 388 full
-    collections, none collecting an object, 193 s of a 5-minute run; a dropped
-    worker leaves no cycle, refcounting frees it).  `gc.freeze` spares them; a full
-    collection now and then still reclaims any cycle a user function left."""
-    global _tasks_run
-    _tasks_run += 1
-    if _tasks_run % _FULL_COLLECTION_EVERY == 0:
-        gc.unfreeze()
-        gc.collect()
-    gc.freeze()
-
-
-def _records(records: list) -> list:
-    return records
-
-
-def _is_state(r: tuple) -> bool:
-    return r[1][0] == "S"
-
-
-def _payload(r: tuple) -> Any:
-    return r[1][1]
-
-
-def _each_shard(log: ShardLog, records: Any, settle: bool, current: str | None,
-                tokens: Iterable) -> Iterable:
-    """`records(worker)` of each shard whose token comes in, its worker loaded as a
-    superstep loads it (and kept; `settle`: without undo records).  `current`: the
-    store name of the driver's current versions, checked first by a read that may
-    be evaluated long after it was made (a DataFrame's lineage)."""
-    tokens = list(tokens)
-    if current is not None:
-        _require_current(log, current, tokens)
-    for token in tokens:
-        yield from records(open_worker(log, token, RESIDENT, settle))
-    _settle_heap()
-
-
-def _require_current(log: ShardLog, current: str, tokens: list) -> None:
-    try:
-        versions = pickle.loads(log.store.get(current))
-    except (FileNotFoundError, KeyError):
-        raise EngineUnavailableError(
-            "this DataFrame reads a capture of a Spark engine that was stopped: its "
-            "shards are gone (materialize it, say with .cache() and .count(), before "
-            "stop())") from None
-    for token in tokens:
-        if versions[token.shard] != token.version:
-            raise StaleReadError(
-                f"this DataFrame was made from a capture before a later run() of its "
-                f"dataflow (shard {token.shard} is at superstep {versions[token.shard]}, "
-                f"the DataFrame read superstep {token.version}): make it again with "
-                f"capture.to_spark(spark) after the run whose answer you want")
-
-
-def _keyed(transform: Any, worker: Any) -> list:
-    return [(worker.shards[0], transform(worker))]
-
-
-class _Reader:
-    """A picklable `worker -> value`: operator `i`'s `attr`, or the pickled worker."""
-
-    def __init__(self, i: int | None = None, attr: Any = None) -> None:
-        self.i, self.attr = i, attr
-
-    def __call__(self, worker: Any) -> Any:
-        return dumps(worker) if self.i is None else read_op(worker, self.i, self.attr)
-
-
-def _forget(uid: str, _: Any) -> Iterable:
-    RESIDENT.drop(uid)
-    return []
-
-
-def _captured(i: int, worker: Any) -> list:
-    return worker.ops[0][i].updates
-
-
-def _journal_part(i: int, entries: Any, worker: Any) -> Any:
-    shard = worker.shards[0]
-    return journal_since(worker.ops[0][i].journal,
-                         entries[shard] if entries is not None else None)
 
 
 class SparkEngine(BSPEngine):
@@ -319,7 +218,7 @@ class SparkEngine(BSPEngine):
                 # them, or as other engines' shards push them out).
                 sc = self._spark.sparkContext
                 sc.parallelize(range(self.shards), self.shards).foreachPartition(
-                    functools.partial(_forget, self.uid))
+                    functools.partial(tasks.forget, self.uid))
                 self.jobs += 1
 
     def _held_rdds(self) -> list:
@@ -466,7 +365,7 @@ class SparkEngine(BSPEngine):
         self._mark_current()
 
     def _mark_current(self) -> None:
-        """Write the shards' versions where lazy reads check them (`_require_current`),
+        """Write the shards' versions where lazy reads check them (`require_current`),
         once any was made."""
         if self._current is not None and self._checkpoints is not None:
             self._log.store.put(self._current, pickle.dumps(
@@ -511,7 +410,7 @@ class SparkEngine(BSPEngine):
         if self._current is None:
             self._current = f"{self.uid}/current"
             self._mark_current()
-        return self.shard_rdd(functools.partial(_captured, self.index[id(node)]),
+        return self.shard_rdd(functools.partial(tasks.captured, self.index[id(node)]),
                               current=self._current)
 
     def _live(self) -> None:
@@ -531,7 +430,7 @@ class SparkEngine(BSPEngine):
         self._live()
         i = self.index[id(node)]
         entries = cursor if cursor is not None and len(cursor) == self.shards else None
-        parts = self._read_shards(functools.partial(_journal_part, i, entries))
+        parts = self._read_shards(functools.partial(tasks.journal_part, i, entries))
         new_cursor = tuple(entry for _ups, entry in parts)
         if entries is None:
             return [u for ups, _e in parts for u in ups], new_cursor, True
@@ -554,13 +453,13 @@ class SparkEngine(BSPEngine):
         for k, stage in enumerate(stages):
             if k or start is None:
                 rdd = rdd.partitionBy(self.shards, by_shard)
-            rdd = rdd.mapPartitionsWithIndex(functools.partial(_task, stage))
+            rdd = rdd.mapPartitionsWithIndex(functools.partial(tasks.task, stage))
         # Spilled rather than dropped under memory pressure: a lost result re-runs
         # the previous job's last superstep, whose copies are then a step ahead and
         # rebuilt from their logs.
         from pyspark import StorageLevel
         rdd.persist(StorageLevel.MEMORY_AND_DISK)
-        states = rdd.filter(_is_state).map(_payload).collect()
+        states = rdd.filter(tasks.is_state).map(tasks.payload).collect()
         self.jobs += 1
         self._end_run()
         self._last = rdd
@@ -581,7 +480,7 @@ class SparkEngine(BSPEngine):
         by_dest: list[list] = [[] for _ in range(self.shards)]
         for r in records:
             by_dest[r[0]].append(r)
-        return sc.parallelize(by_dest, self.shards).flatMap(_records)
+        return sc.parallelize(by_dest, self.shards).flatMap(tasks.records_of)
 
     def _end_run(self) -> None:
         if self._last is not None:
@@ -598,11 +497,11 @@ class SparkEngine(BSPEngine):
         sc = self.spark.sparkContext
         tokens = [st.token for st in self._states]
         return sc.parallelize(tokens, self.shards).mapPartitions(
-            functools.partial(_each_shard, self._log, records, settle, current))
+            functools.partial(tasks.each_shard, self._log, records, settle, current))
 
     def _read_shards(self, transform: Any, settle: bool = False) -> list:
         """`transform(worker)` of every shard, one Spark job."""
-        got = dict(self.shard_rdd(functools.partial(_keyed, transform), settle).collect())
+        got = dict(self.shard_rdd(functools.partial(tasks.keyed, transform), settle).collect())
         self.jobs += 1
         return [got[s] for s in range(self.shards)]
 
@@ -610,7 +509,7 @@ class SparkEngine(BSPEngine):
         """`getattr(op, attr)` (or `attr(op)`) of `node`'s operator on every shard
         (one Spark job)."""
         self._live()
-        return self._read_shards(_Reader(self.index[id(node)], attr))
+        return self._read_shards(tasks.Reader(self.index[id(node)], attr))
 
     def _blobs_now(self) -> list[bytes]:
-        return self._read_shards(_Reader(), settle=True)
+        return self._read_shards(tasks.Reader(), settle=True)
