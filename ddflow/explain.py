@@ -26,8 +26,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import attrs
+
 from lattice import join
-from ddflow.errors import GraphError, TimeError
+from ddflow.errors import DataError, GraphError, TimeError
 from ddflow.explain_flow import TIMED_STAGES, BackwardFlow
 from ddflow.graph import Node, Scope, cone
 from operators.capture import CaptureOp
@@ -275,6 +277,9 @@ def replicate(target: Any, contents: dict[Any, dict], *, observe: bool, reader: 
             for p in n.inputs:
                 made[id(n)].inputs.append(made[id(p)])
                 made[id(p)].consumers.append((made[id(n)], 0))
+        if n.conjunctive is not None:       # the plan's description, over the copies
+            made[id(n)].conjunctive = attrs.evolve(
+                n.conjunctive, sources=tuple(made[id(s)] for s in n.conjunctive.sources))
     watched = nodes if observe else [target]
     caps: dict[int, Any] = {}
     for n in watched:
@@ -319,12 +324,20 @@ def input_contents(node: Any, time: Any) -> dict[Any, dict]:
     df = node.dataflow
     nodes = cone(node)
     labels = input_labels(nodes)
-    out = {}
-    for n in nodes:
-        if n.kind == "input":
-            session = next(s for s in df.sessions if s.node is n)
-            out[labels[id(n)]] = session.contents(time)
-    return out
+    sessions = [next(s for s in df.sessions if s.node is n) for n in nodes
+                if n.kind == "input"]
+    away = [s.name for s in sessions if df.compiled and not s.held()]
+    if away:
+        # A one-off copy starts from the inputs' contents, which an engine keeping
+        # them on its shards (BSP, Spark) does not hand back; the maintained
+        # explanation runs beside the forward side, on every engine.
+        engine = type(df.engine).__name__
+        raise DataError(f"explain: the contents of input(s) {', '.join(map(repr, away))} "
+                        f"are kept on the {engine}'s shards, not in this process, so a "
+                        f"one-off explanation of '{node.name}' cannot start from them: use "
+                        "df.explain(capture), the maintained explanation, which runs on "
+                        "every engine", operator=node.name, time=time)
+    return {labels[id(s.node)]: s.contents(time) for s in sessions}
 
 
 class Asking:

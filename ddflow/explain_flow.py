@@ -44,6 +44,10 @@ Rules, for a demanded `(x, c)` of node `n`:
 * enter: `x` outside, one level out; feedback: `x` one round earlier;
 * leave: `x` inside at the last round of an update of `x` there (reachability
   explains a node by edges of its shortest paths from the roots);
+* a worst-case optimal plan (delta query, Generic Join: `ddflow.query` marks its
+  output with a `Conjunctive`), read as one operator over its sources, its half
+  joins and indices left out: for each atom, the source records agreeing with
+  `x` on the atom's variables the head binds (a triangle: its three edges);
 * anything else: everything its inputs' supports hold.
 
 Supports downstream of a reduce are the full run's records, not what part of a
@@ -173,7 +177,11 @@ class BackwardFlow:
         # module sits beside it (the capture reads explanations through here).
         self.Collection = Collection = type(questions)
         self.df = target.dataflow
-        self.nodes = cone(target)
+        every = cone(target)
+        #: Worst-case optimal plans read as one operator each: `id(output node)` ->
+        #: its `Conjunctive`; their inner nodes are left out of `nodes`.
+        self.conj, inner = _conjunctive(every)
+        self.nodes = [n for n in every if id(n) not in inner]
         self.index = {id(n): i for i, n in enumerate(self.nodes)}
         self.ops = {id(n): parameters(n) for n in self.nodes if n.kind != "input"}
         for n in self.nodes:
@@ -184,7 +192,7 @@ class BackwardFlow:
                                      operator=n.name)
         self._scopes: dict[int, Scope] = {}
         self._copies: dict[int, Node] = {}
-        self._witness()
+        self._witness(every)
         self._w: dict[int, Any] = {}
         self.support: dict[int, Any] = {}
         self.pairs: dict[int, Any] = {}
@@ -212,9 +220,10 @@ class BackwardFlow:
                                            name=f"explain.{n.name}"))
 
     # -- the forward side, at the root ------------------------------------------
-    def _witness(self) -> None:
-        """Copies of the nodes of loops that already ran (the witness clone)."""
-        loop_nodes = [n for n in self.nodes if n.scope.parent is not None]
+    def _witness(self, every: list) -> None:
+        """Copies of the nodes of loops that already ran (the witness clone), the
+        inner nodes of worst-case optimal plans among them (the copy runs them)."""
+        loop_nodes = [n for n in every if n.scope.parent is not None]
         if not any(self._outermost(n.scope).running for n in loop_nodes):
             return
         for n in loop_nodes:
@@ -272,7 +281,7 @@ class BackwardFlow:
     def _support(self, n: Node) -> Any:
         kind, ins = n.kind, n.inputs
         S = self.support
-        if kind in ("input", "reduce", "feedback") or kind not in (
+        if id(n) in self.conj or kind in ("input", "reduce", "feedback") or kind not in (
                 "arrange", "consolidate", "linear", "concat", "join", "enter", "leave"):
             return self._net(n)
         src = S[id(ins[0])]
@@ -306,7 +315,7 @@ class BackwardFlow:
         return src.map(lambda xc: (xc[0], xc[1][:-1]))
 
     # -- the backward side, inside the `explain` loop ---------------------------
-    def _enter(self, what: str, n: Node, coll: Any, scope: Scope) -> Any:
+    def _enter(self, what: Any, n: Node, coll: Any, scope: Scope) -> Any:
         key = (what, id(n))
         if key not in self._entered:
             # Arranged at the root, its trace read inside: not arranged again there.
@@ -368,6 +377,9 @@ class BackwardFlow:
         output for it (and nothing the full run never had, which no demand covers)."""
         i = self.index[id(n)]
         kind, ins = n.kind, n.inputs
+        if id(n) in self.conj:
+            return [self._bindings(n, d, scope).map(
+                lambda xq, i=i: (~i, xq[0], xq[1][0], xq[1][1]))]
         if kind == "input":
             return [d.flat_map(lambda r, i=i: ((~i, r[1], r[2], r[3]),) if r[0] == i else ())]
 
@@ -430,6 +442,8 @@ class BackwardFlow:
 
     def _rule(self, n: Node, mine: Any, scope: Scope) -> list:
         kind, ins = n.kind, n.inputs
+        if id(n) in self.conj:
+            return self._atoms(n, mine, scope)
         if kind == "concat":
             return [self._gate(mine, p, scope) for p in ins]
         if kind == "feedback":
@@ -462,6 +476,50 @@ class BackwardFlow:
                 lambda kv, r=r: ((*r(kv[1][1][0], kv[1][0][0]), kv[1][0][1]),)
                 if chain_le(kv[1][1][1], kv[1][0][0]) else ()))
         return out
+
+    # -- worst-case optimal plans, one conjunctive query each -----------------------
+    def _atoms(self, n: Node, mine: Any, scope: Scope) -> list:
+        """A conjunctive query's demands: a demanded head tuple `(z, c)`, projected
+        on each atom's variables that the head binds, selects the atom's source
+        records agreeing with it there at chains `<= c`.  Every binding giving `z`
+        uses only such records, so on them `z` comes out as in the full run; where
+        the head binds all of an atom's variables (a triangle), that is the one
+        record the binding uses."""
+        q = self.conj[id(n)]
+        out = []
+        for src, xkey, zkey in _projections(q):
+            p = q.sources[src]
+            r = self._router(p)
+            support = self._enter(("Q", xkey.positions), p, self.support[id(p)].map(
+                lambda xc, xkey=xkey: (xkey(xc[0]), xc)), scope)
+            out.append(mine.map(lambda zq, zkey=zkey: (zkey(zq[0]), zq[1])).join(support)
+                       .flat_map(lambda kv, r=r: ((*r(kv[1][1][0], kv[1][0][0]), kv[1][0][1]),)
+                                 if chain_le(kv[1][1][1], kv[1][0][0]) else ()))
+        return out
+
+    def _bindings(self, n: Node, d: Any, scope: Scope) -> Any:
+        """`R` of a conjunctive query: its full-run head tuples (its support) with,
+        for every atom, a reached record of the atom's source agreeing with it on
+        the head's variables, at the latest of their chains, per question.  Where
+        the head binds every variable these are the bindings of reached records;
+        otherwise a superset (the atoms' records are matched apart), which only
+        demands more."""
+        q = self.conj[id(n)]
+        cur = None
+        for src, xkey, zkey in _projections(q):
+            reached = self._reached(q.sources[src], d).map(
+                lambda xq, xkey=xkey: ((xkey(xq[0]), xq[1][1]), xq[1][0])).distinct()
+            if cur is None:
+                net = self._enter(("B", zkey.positions), n, self._net(n).map(
+                    lambda zc, zkey=zkey: (zkey(zc[0]), zc)), scope)
+                cur = reached.map(lambda kq: (kq[0][0], (kq[1], kq[0][1]))).join(net).map(
+                    lambda kv: (kv[1][1][0], (_chain_max(kv[1][0][0], kv[1][1][1]),
+                                              kv[1][0][1])))
+            else:
+                cur = cur.map(lambda zq, zkey=zkey: ((zkey(zq[0]), zq[1][1]),
+                                                     (zq[0], zq[1][0]))).join(reached).map(
+                    lambda kv: (kv[1][0][0], (_chain_max(kv[1][0][1], kv[1][1]), kv[0][1])))
+        return cur
 
     def _key(self, n: Node) -> Callable:
         # A reduce gives (key, output); `distinct_trace` gives the record itself.
@@ -518,6 +576,63 @@ class BackwardFlow:
                     lambda kv: (((kv[0], kv[1][0]), kv[1][1][-1]),)
                     if chain_le(kv[1][1][:-1], kv[1][0][0]) else ()).max()
                 .map(lambda kr, r=r: (*r(kr[0][0], kr[0][1][0] + (kr[1],)), kr[0][1][1])))
+
+
+class _Picker:
+    """`x -> (x[p] for p in positions)` as a tuple; `positions` names it (an
+    arrangement per projection)."""
+
+    def __init__(self, positions: tuple) -> None:
+        self.positions = positions
+
+    def __call__(self, x: tuple) -> tuple:
+        return tuple(x[p] for p in self.positions)
+
+
+def _projections(q: Any) -> list:
+    """Per distinct (source, variables the head binds, their head positions) of
+    conjunctive query `q`'s atoms: `(source index, key of a source record, key of a head tuple)`, the two
+    keys the values of those variables, in one order."""
+    out, seen = [], set()
+    for vars_, src in zip(q.atoms, q.atom_sources):
+        bound = [v for v in vars_ if v in q.head]
+        xpos = tuple(vars_.index(v) for v in bound)
+        zpos = tuple(q.head.index(v) for v in bound)
+        if (src, xpos, zpos) not in seen:
+            seen.add((src, xpos, zpos))
+            out.append((src, _Picker(xpos), _Picker(zpos)))
+    return out
+
+
+def _conjunctive(nodes: list) -> tuple[dict, set]:
+    """The worst-case optimal plans among `nodes` (a cone, in graph order) read as
+    one operator: `{id(output): Conjunctive}` and the ids of their inner nodes (the
+    half joins and indices between the sources and the output).  A plan one of
+    whose inner nodes something else in the cone reads is left as it is (its
+    nodes then fall to the rule of last resort)."""
+    ids = {id(n) for n in nodes}
+    plans: dict = {}
+    inner: set = set()
+    for n in nodes:
+        q = n.conjunctive
+        if q is None or not all(id(s) in ids for s in q.sources):
+            continue
+        # Back from the output to the sources, not past them (a source in a loop
+        # reads the output itself, through the loop's feedback).
+        sources = {id(s) for s in q.sources}
+        mine: set = set()
+        stack = [p for p in n.inputs if id(p) not in sources]
+        while stack:
+            m = stack.pop()
+            if id(m) not in mine:
+                mine.add(id(m))
+                stack.extend(p for p in m.inputs if id(p) not in sources)
+        if all(id(c) in mine or c is n for m in nodes if id(m) in mine
+               for c, _p in m.consumers if id(c) in ids) and not any(
+                m.kind in ("input", "feedback") for m in nodes if id(m) in mine):
+            plans[id(n)] = q
+            inner |= mine
+    return plans, inner
 
 
 __all__ = ["BackwardFlow", "Lift", "TIMED_STAGES", "chain_le", "parameters"]

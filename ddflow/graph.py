@@ -153,6 +153,10 @@ class Node:
         #: The operators the user called that read this node (an arrangement made
         #: for a join or a reduce): errors about its records name them.
         self.users: list[str] = []
+        #: Set by `ddflow.query` on the output of a worst-case optimal plan: the
+        #: conjunctive query it computes over its sources (`query.Conjunctive`), which
+        #: explanations read as one operator (its inner half joins have no rule).
+        self.conjunctive: Any = None
         for port, producer in enumerate(self.inputs):
             producer.consumers.append((self, port))
         dataflow.nodes.append(self)

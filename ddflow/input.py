@@ -217,6 +217,13 @@ class InputSession:
         """No more updates: every time becomes complete once in-flight work is done."""
         self.closed = True
 
+    def held(self) -> bool:
+        """Whether this process holds the input's history, which `contents` reads: the
+        local engine does once it has run; the BSP and Spark engines keep it on their
+        shards."""
+        ops = self.dataflow.engine.operators(self.node)
+        return bool(ops) and all(hasattr(op, "history_updates") for op in ops)
+
     def contents(self, time: Any) -> dict:
         """The input's accumulation at `time`, over what the engine has received
         (`{data: multiplicity}`): what explanations start from (`ddflow.explain`).
@@ -228,7 +235,7 @@ class InputSession:
         from ddflow.updates import accumulate
         time = as_time(time)
         ops = self.dataflow.engine.operators(self.node)
-        if not ops or not all(hasattr(op, "history_updates") for op in ops):
+        if not self.held():
             raise DataError(f"the contents of input '{self.name}' are not held here (run() "
                             "first; the BSP and Spark engines keep them on their shards)",
                             operator=self.name)

@@ -138,7 +138,172 @@ def path_summaries(inputs: Sequence[Sequence[int]], steps: Sequence[Summary]
     times by `steps[i]` from any input port to its output.  Locations are numbered:
     node `i`'s output is location `i`; its input ports follow, `ports[i][p]` (see
     `port_numbers`).  A port reaches itself by the identity.
+
+    Computed once per node rather than by a search from every location (the
+    search, `path_summaries_by_search`, is kept as the reference): what node `j`'s
+    output reaches is, over the ports `q` reading it, `q` itself and what `q`'s
+    node's output reaches, moved first by that node's step.  Nodes are taken a
+    strongly connected component at a time, downstream first (timely's
+    `reachability.rs` closes each loop's summaries the same way, inside out); in a
+    loop the equations are iterated until nothing changes, which a lap does not
+    (it only adds a round, never a least summary).  Composing summaries is monotone
+    (`s <= s'` gives `x.then(s) <= x.then(s')`), so the least summaries of the
+    composed paths are those of the least ones: the same antichains as the search.
     """
+    ports = port_numbers(inputs)
+    n = len(inputs)
+    consumers: list[list[tuple[int, int]]] = [[] for _ in range(n)]   # (port, its node)
+    for i, ins in enumerate(inputs):
+        for p, producer in enumerate(ins):
+            consumers[producer].append((ports[i][p], i))
+    # Antichains are interned (one tuple per set of summaries), so that telling two
+    # apart, and remembering a union or a move, is by identity.
+    interned: dict[frozenset, tuple] = {}
+    moved: dict[tuple, tuple] = {}          # (step, id(antichain)) -> step then it
+    unions: dict[tuple, tuple] = {}         # (id(a), id(b)) -> least of both
+
+    summaries: dict[Summary, Summary] = {IDENTITY: IDENTITY}   # one object per summary
+
+    def canon(acc: list) -> tuple:
+        key = frozenset(acc)
+        got = interned.get(key)
+        if got is None:
+            got = interned[key] = tuple(summaries.setdefault(x, x) for x in acc)
+        return got
+    own = canon([IDENTITY])
+
+    def move(step: Summary, reach: dict) -> dict:
+        if step == IDENTITY:
+            return reach
+        out = {}
+        for port, ss in reach.items():
+            key = (step, id(ss))
+            m = moved.get(key)
+            if m is None:
+                acc: list = []
+                for x in ss:
+                    _insert_summary(acc, step.then(x))
+                m = moved[key] = canon(acc)
+            out[port] = m
+        return out
+
+    def merge(into: dict, reach: dict) -> None:
+        for port, ss in reach.items():
+            cur = into.get(port)
+            if cur is None:
+                into[port] = ss
+            elif cur is not ss:
+                key = (id(cur), id(ss))
+                m = unions.get(key)
+                if m is None:
+                    acc = list(cur)
+                    for x in ss:
+                        _insert_summary(acc, x)
+                    m = unions[key] = canon(acc)
+                into[port] = m
+
+    out: list[dict] = [{} for _ in range(n)]     # node -> {port: least summaries}
+    # The reach of port `q` of node `j`: itself, then whatever `j`'s output reaches.
+    def of_port(port: int, node: int) -> dict:
+        reach = dict(move(steps[node], out[node]))
+        merge(reach, {port: own})
+        return reach
+
+    def gather(j: int) -> dict:
+        reach: dict = {}
+        for port, c in consumers[j]:
+            merge(reach, {port: own})
+            merge(reach, move(steps[c], out[c]))
+        return reach
+
+    for component in _components(n, consumers):
+        if len(component) == 1 and not any(c == component[0] for _p, c in
+                                            consumers[component[0]]):
+            out[component[0]] = gather(component[0])
+            continue
+        # Downstream first (graph order, feedback edges cut, reversed): one pass is
+        # nearly right; a node is done again only when a consumer's reach moved.
+        inside = set(component)
+        todo = sorted(component, reverse=True)
+        queued = set(todo)
+        while todo:
+            j = todo.pop(0)
+            queued.discard(j)
+            new = gather(j)
+            if not _same_reach(new, out[j]):
+                out[j] = new
+                for p in inputs[j]:
+                    if p in inside and p not in queued:
+                        queued.add(p)
+                        todo.append(p)
+    # Each location gets antichains of its own (not the interned ones): a shard's
+    # pickled worker holds them, and its size is what the shard log weighs its
+    # entries against (`ShardLog.due`), so it stays what it was.
+    result: list[list[tuple[int, tuple[Summary, ...]]]] = [
+        [(port, tuple(list(ss))) for port, ss in sorted(out[i].items())] for i in range(n)]
+    for i, ps in enumerate(ports):
+        for port in ps:
+            result.append([(q, tuple(list(ss))) for q, ss in sorted(of_port(port, i).items())])
+    return result
+
+
+def _same_reach(a: dict, b: dict) -> bool:
+    """Whether two reaches are equal (their antichains are interned: by identity)."""
+    return a.keys() == b.keys() and all(a[k] is b[k] for k in a)
+
+
+def _components(n: int, consumers: Sequence[Sequence[tuple[int, int]]]) -> list[list[int]]:
+    """The strongly connected components of the graph of nodes (edges producer ->
+    consumer), downstream first (Tarjan's algorithm, without recursion)."""
+    index = [-1] * n
+    low = [0] * n
+    on_stack = [False] * n
+    stack: list[int] = []
+    found: list[list[int]] = []
+    counter = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work = [(root, 0)]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack[root] = True
+        while work:
+            v, k = work[-1]
+            succ = consumers[v]
+            if k < len(succ):
+                work[-1] = (v, k + 1)
+                w = succ[k][1]
+                if index[w] < 0:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack[w] = True
+                    work.append((w, 0))
+                elif on_stack[w]:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                u = work[-1][0]
+                low[u] = min(low[u], low[v])
+            if low[v] == index[v]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack[w] = False
+                    component.append(w)
+                    if w == v:
+                        break
+                found.append(component)
+    return found
+
+
+def path_summaries_by_search(inputs: Sequence[Sequence[int]], steps: Sequence[Summary]
+                             ) -> list[list[tuple[int, tuple[Summary, ...]]]]:
+    """`path_summaries` by a search of the paths from every location (quadratic in
+    the nodes): the reference the per-node computation is tested against."""
     ports = port_numbers(inputs)
     n = len(inputs)
     consumers: list[list[int]] = [[] for _ in range(n)]        # output -> ports read it
@@ -218,10 +383,12 @@ class Tracker:
         self.watched = [True] * len(ports) if watched is None else list(watched)
         kept = [self.watched[self.node_of[port]] for port in range(n_locations)]
         # The reach split for the hot loop: ports reached unchanged, and the others.
+        # (`path_summaries` hands out the identity as `IDENTITY` itself: `is` first.)
         self._direct = [tuple(port for port, ss in r if kept[port] and IDENTITY in ss)
                         for r in reach]
         self._moved_by = [tuple((port, s) for port, ss in r if kept[port]
-                                for s in ss if s != IDENTITY) for r in reach]
+                                for s in ss if s is not IDENTITY and s != IDENTITY)
+                          for r in reach]
         self._reverse: dict[int, list] = {}
         for location, r in enumerate(reach):
             for port, ss in r:

@@ -54,6 +54,8 @@ import sys
 import types
 from typing import Any, Sequence
 
+import attrs
+
 from ddflow.graph import Node
 # The parser's names stay importable from here, where they were first published.
 from ddflow.syntax import (Atom, Parser, QueryError, Rule, Term, Token, is_fresh, parse,
@@ -64,6 +66,23 @@ from operators.wcoj.delta import (Count, Delay, Index, Propose, Stamp, Validate,
 from operators.wcoj.generic_join import GenericJoin
 
 STRATEGIES = ("delta", "generic", "binary")
+
+
+@attrs.frozen
+class Conjunctive:
+    """What the output node of a worst-case optimal plan computes, for readers of
+    the graph that treat the plan as one operator (explanations: its half joins
+    and indices have no rule of their own, `ddflow.explain_flow`).
+
+    The node's records are the `head` variables' values of every binding of the
+    `atoms` (each atom's distinct variables, in the order of its source's tuples)
+    to records of `sources[atom_sources[j]]`, with multiplicity the product of the
+    atoms': the law of `query`."""
+
+    sources: tuple          # the source nodes, each one filtered, projected relation
+    atoms: tuple            # per atom, its distinct variables
+    atom_sources: tuple     # per atom, the index of its source in `sources`
+    head: tuple             # the head's variables
 
 
 # -- planning ------------------------------------------------------------------------------
@@ -312,7 +331,13 @@ def _generic(sources: list, atoms: list, atom_sources: list, head: tuple, name: 
                 lambda w, ops: GenericJoin(atoms, atom_sources, len(sources), head,
                                            f"{name}.generic_join"),
                 exchange=_to_one)
+    node.conjunctive = _described(sources, atoms, atom_sources, head)
     return Collection(node)
+
+
+def _described(sources: list, atoms: list, atom_sources: list, head: tuple) -> Conjunctive:
+    return Conjunctive(tuple(s.node for s in sources), tuple(tuple(a) for a in atoms),
+                       tuple(atom_sources), tuple(head))
 
 
 def _to_one(_data: Any) -> int:
@@ -416,7 +441,10 @@ def _delta(sources: list, atoms: list, atom_sources: list, head: tuple, name: st
                 stream = Collection(Node(stream.dataflow, stream.scope, f"{tag}.delay", "wcoj",
                                          [stream.node], lambda w, ops, hg=hg: Delay(hg)))
         outs.append(stream)
-    return outs[0].concat(*outs[1:], name=f"{name}.rules") if len(outs) > 1 else outs[0]
+    out = outs[0].concat(*outs[1:], name=f"{name}.rules") if len(outs) > 1 else outs[0]
+    if out.node.kind != "linear":       # a plan with half joins (not a bare map)
+        out.node.conjunctive = _described(sources, atoms, atom_sources, head)
+    return out
 
 
 def _pos(positions: tuple) -> str:
@@ -470,7 +498,7 @@ def wcoj_counters(df: Any) -> dict[str, int]:
     return out
 
 
-__all__ = ["query", "QueryError", "parse", "plan", "Parser", "tokenize", "is_cyclic",
+__all__ = ["query", "Conjunctive", "QueryError", "parse", "plan", "Parser", "tokenize", "is_cyclic",
            "is_fresh", "wcoj_counters", "STRATEGIES", "Atom", "Rule", "Term", "Token"]
 
 

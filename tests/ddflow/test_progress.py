@@ -14,7 +14,7 @@ import ddflow
 from benchmarks.bench_reachability import workload
 from ddflow.algorithms.graphs import reachability
 from ddflow.progress import (ENTER, IDENTITY, LEAVE, NEXT_ROUND, Tracker, path_summaries,
-                             port_numbers)
+                             path_summaries_by_search, port_numbers)
 from lattice import Antichain, Product, less_equal
 
 #: These tests run() on purpose with inputs that have not moved (rollbacks replayed,
@@ -338,3 +338,33 @@ def test_a_rolled_back_step_leaves_no_operator_unscheduled():
         return cap.updates
 
     assert drive(True) == drive(False)
+
+
+def _as_sets(reach):
+    return [{port: set(ss) for port, ss in r} for r in reach]
+
+
+def _pipeline_graph(steps):
+    from ddflow.engine.plan import instantiate
+    from ddflow.testing import build_pipeline
+    df = ddflow.Dataflow()
+    _a_in, a = df.new_collection("a")
+    _b_in, b = df.new_collection("b")
+    build_pipeline(steps, a, b).capture()
+    nodes = list(df.nodes)
+    index = {id(n): i for i, n in enumerate(nodes)}
+    return ([tuple(index[id(p)] for p in n.inputs) for n in nodes],
+            [op.summary for op in instantiate(nodes, 0)])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.one_of(loop_graphs(), st.lists(st.sampled_from(
+    ["iterate", "nested_iterate", "iterate_trace", "join", "count", "delta_query", "map"]),
+    min_size=1, max_size=3).map(_pipeline_graph)))
+def test_agree_path_summaries_per_node_and_by_search(graph):
+    """The per-node computation (components downstream first, loops iterated to
+    their fixed point) gives every location the least summaries the search from
+    that location finds: one loop, and nested ones of real pipelines."""
+    inputs, steps = graph
+    assert _as_sets(path_summaries(inputs, steps)) == \
+        _as_sets(path_summaries_by_search(inputs, steps))
