@@ -45,7 +45,7 @@ CHILD = Path(__file__).resolve().parent / "bulk_child.py"
 JOIN_FULL = {"ab_100k": dict(updates=100_000, keys=10_000, epoch=1_000, reps=3)}
 JOIN_LARGE = {"ab_1m": dict(updates=1_000_000, keys=100_000, epoch=1_000, reps=1,
                             recompute=False)}
-JOIN_QUICK = {"ab_100k": dict(updates=10_000, keys=1_000, epoch=100, reps=1)}
+JOIN_QUICK = {"ab_10k": dict(updates=10_000, keys=1_000, epoch=100, reps=1)}
 REACH_FULL = dict(nodes=200_000, edges=600_000, roots=5, reps=1)
 REACH_QUICK = dict(nodes=20_000, edges=60_000, roots=5, reps=1)
 
@@ -88,8 +88,12 @@ def measure_reach(trees: dict[str, Path], c: dict, seed: int, tmp: Path, log=pri
 
 
 def goals(m: dict) -> list[dict]:
-    rows = []
-    j = m["join"]["ab_100k"]
+    """The issue's goals, at the sizes they name (none in quick mode: its 10k stream's
+    epochs of 100 reach no columnar threshold, and its graph is not 200k nodes)."""
+    rows: list[dict] = []
+    j = m["join"].get("ab_100k")
+    if j is None:
+        return rows
     if "vs_base" in j:
         rows.append({"goal": "join+count 100k: >= 3x the parent commit",
                      "measured": f"{j['vs_base']:.2f}x", "met": j["vs_base"] >= 3})
@@ -120,7 +124,7 @@ def report(result: dict) -> str:
     out = [jc.report({"measured": m["join"], "base": result["base"],
                       "current": result["current"], "mode": result["mode"],
                       "goals": [], "notes": []}).split("\n\nthe issue's")[0]]
-    for name in ("ab_100k", "ab_1m"):
+    for name in ("ab_10k", "ab_100k", "ab_1m"):
         if name in m["join"]:
             s = m["join"][name]
             out.append(f"{name}: peak RSS " + ", ".join(
