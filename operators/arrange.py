@@ -32,7 +32,7 @@ from operators.undo import UndoDict
 from ddflow import columnar
 from ddflow.errors import DataError
 from ddflow.key_history import KeyHistory
-from ddflow.progress import ENTER
+from ddflow.summaries import ENTER
 from ddflow.trace import Batch, Trace
 
 

@@ -53,7 +53,7 @@ from typing import Any, Iterable, Sequence
 
 from lattice import Antichain
 from ddflow.errors import DataError, DataflowError, UserFunctionError
-from ddflow.progress import IDENTITY, Summary
+from ddflow.summaries import IDENTITY, Summary
 from ddflow.columnar import consolidate_records, wants_column_build
 from ddflow.updates import consolidate_unsorted
 from operators.undo import EMPTY, Prefix, UndoDict, undo_dicts

@@ -37,7 +37,7 @@ from lattice import Antichain, Product, less_equal, sort_key
 from operators.base import Operator, Update
 from operators.undo import UndoDict
 from ddflow.errors import ConvergenceError
-from ddflow.progress import ENTER, LEAVE, NEXT_ROUND
+from ddflow.summaries import ENTER, LEAVE, NEXT_ROUND
 from ddflow.updates import consolidate, entered
 
 #: Records kept per (outer time, round) in the loop log, for display.

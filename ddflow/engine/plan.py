@@ -18,7 +18,8 @@ import attrs
 
 from lattice import Antichain
 from ddflow.graph import Growth
-from ddflow.progress import Summary, Tracker, path_summaries, port_numbers
+from ddflow.progress import Tracker
+from ddflow.summaries import Summary, path_summaries, port_numbers
 from operators.base import Operator
 
 

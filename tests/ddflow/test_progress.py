@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 import ddflow
 from benchmarks.bench_reachability import workload
 from ddflow.algorithms.graphs import reachability
-from ddflow.progress import (ENTER, IDENTITY, LEAVE, NEXT_ROUND, Tracker, path_summaries,
-                             path_summaries_by_search, port_numbers)
+from ddflow.progress import Tracker
+from ddflow.summaries import (ENTER, IDENTITY, LEAVE, NEXT_ROUND, path_summaries,
+                              path_summaries_by_search, port_numbers)
 from lattice import Antichain, Product, less_equal
 
 #: These tests run() on purpose with inputs that have not moved (rollbacks replayed,
