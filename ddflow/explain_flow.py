@@ -609,13 +609,24 @@ def _conjunctive(nodes: list) -> tuple[dict, set]:
     one operator: `{id(output): Conjunctive}` and the ids of their inner nodes (the
     half joins and indices between the sources and the output).  A plan one of
     whose inner nodes something else in the cone reads is left as it is (its
-    nodes then fall to the rule of last resort)."""
+    nodes then fall to the rule of last resort).
+
+    Only a plan whose head binds every variable of its atoms is read so: then a head
+    tuple has one binding, and its atoms' records are exactly the tuple projected.
+    A head that projects a variable away sums several bindings, which may cancel
+    (a relation holding a negative record): a tuple of net multiplicity 0 in the
+    full run can come out of part of its bindings, and the record that cancelled it
+    must be demanded too, which the net records cannot tell (a review found the
+    explanation of such a plan not reproducing).  Those plans keep the rules of
+    their half joins, built from the inputs' supports."""
     ids = {id(n) for n in nodes}
     plans: dict = {}
     inner: set = set()
     for n in nodes:
         q = n.conjunctive
         if q is None or not all(id(s) in ids for s in q.sources):
+            continue
+        if not {v for atom in q.atoms for v in atom} <= set(q.head):
             continue
         # Back from the output to the sources, not past them (a source in a loop
         # reads the output itself, through the loop's feedback).

@@ -55,16 +55,16 @@ def _bindings(rule, rels, z):
     return out
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(g=edge_sets, h=edge_sets, cut=st.sets(st.tuples(st.integers(0, 4), st.integers(0, 4))),
        rule=st.sampled_from(RULES), strategy=st.sampled_from(["delta", "generic"]),
        product=st.booleans())
 def test_worst_case_optimal_joins_explain_by_their_atoms_projections(g, h, cut, rule, strategy,
                                                                      product):
     """Two epochs (the second deletes some edges): every output record at each is
-    explained as the one-off explains it, reproduces, and holds only records
-    agreeing with it on an atom's projection; exactly its bindings' records when
-    the head binds every variable."""
+    explained as the one-off explains it and reproduces; when the head binds every
+    variable, it holds only records agreeing with it on an atom's projection, and
+    exactly its bindings' records."""
     if product:
         strategy = "delta"      # Generic Join takes int times only
     df = ddflow.Dataflow(Product(0, 0) if product else 0)
@@ -102,9 +102,11 @@ def test_worst_case_optimal_joins_explain_by_their_atoms_projections(g, h, cut, 
             got = mx.explanation(z, t)
             assert got.inputs == cap.explain(z, t).inputs, (z, t)
             assert got.check()
-            for name, recs in got.inputs.items():
-                assert all(_agrees(rule, name, x, z) for x in recs), (z, name, recs)
             if head_binds_all:
+                # (a head projecting a variable away keeps its half joins' rules:
+                # sound, not this concise; `explain_flow._conjunctive`)
+                for name, recs in got.inputs.items():
+                    assert all(_agrees(rule, name, x, z) for x in recs), (z, name, recs)
                 want = _bindings(rule, now, z)
                 assert {k: v for k, v in got.inputs.items() if v} == want, (z, got.inputs)
 
@@ -130,7 +132,8 @@ def test_a_triangle_beside_fifty_unrelated_edges_is_explained_by_its_three(strat
 
 
 def test_a_cyclic_datalog_rule_inside_recursion_is_explained_by_its_atoms():
-    """A delta query inside a loop (Product times): `tri` feeds the recursion."""
+    """Delta queries inside a loop (Product times) explain and reproduce, one-off and
+    maintained alike."""
     df = ddflow.Dataflow()
     e_in, e = df.new_collection("e")
     out = ddflow.datalog("""
@@ -146,10 +149,36 @@ def test_a_cyclic_datalog_rule_inside_recursion_is_explained_by_its_atoms():
     df.run()
     ex = cap.explain((0, 2))
     assert ex.check()
-    assert set(ex.inputs["e"]) <= {(0, 1), (1, 0), (1, 2), (2, 1), (0, 2)}
+    # The first rule binds every variable: read as one conjunctive query, it demands
+    # only what its head tuples project onto.  The second projects `y` away, so it
+    # keeps its half joins' rules (sound; not this concise: the noise edges reach it
+    # through `r`), see `explain_flow._conjunctive`.
+    assert {(0, 1), (1, 0), (1, 2), (2, 1), (0, 2)} <= set(ex.inputs["e"])
     mx = df.explain(cap)
     mx.questions.insert((0, 2))
     mx.questions.advance_to(2)
     e_in.advance_to(2)
     df.run()
     assert mx.explanation((0, 2), 1).inputs == ex.inputs
+
+
+@pytest.mark.parametrize("strategy", ["delta", "generic"])
+def test_a_projected_head_tuple_cancelled_between_bindings_is_explained_whole(strategy):
+    """`ends(0, 5)` has two bindings, y=0 (+1) and y=2 (-1: `g` holds a negative
+    record): net 0 in the full run.  An explanation holding only one of them would
+    make it appear, so the record that cancels it must be demanded too (a review
+    found the atom rule leaving it out: check() gave 3, not 2)."""
+    df = ddflow.Dataflow()
+    g_in, g = df.new_collection("g")
+    ends = query("ends(x, z) :- g(x, y), g(y, z), g(x, z)", strategy=strategy, g=g)
+    cap = ends.map(lambda r: r[0]).capture()
+    maintained = df.explain(cap)
+    g_in.extend([((0, 0), 0, 1), ((0, 5), 0, 1), ((0, 2), 0, 1), ((2, 5), 0, -1)])
+    maintained.questions.insert(0)
+    for s in (g_in, maintained.questions):
+        s.advance_to(1)
+    df.run()
+    assert cap.at(0) == {0: 2}
+    for ex in (maintained.explanation(0, 0), cap.explain(0, 0)):
+        assert ex.inputs["g"][(2, 5)] == -1
+        ex.check()

@@ -574,7 +574,7 @@ PAIRS = [(k, v) for k in range(4) for v in range(4)]     # every record a pipeli
 
 
 # Few examples: each time of each example compiles a one-off copy (~1 s CPU).
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), steps=dags(max_size=3, among=LOOPS),
        kind=st.sampled_from(["int", "product"]))
 def test_loops_explain_every_record_at_every_time(data, steps, kind):
