@@ -402,7 +402,7 @@ class Capture:
         if self._dirty:
             try:
                 self._sorted = self._merge(current)
-            except UNORDERED:   # `<` cannot order the new data: decide anew
+            except UNORDERED:
                 return self._rebuild()   # new data `<` cannot order: decide anew
             self._dirty = set()
         return self._sorted
