@@ -241,6 +241,23 @@ def times_of(updates: Iterable[Update]) -> set:
     return {time for _, time, _ in updates}
 
 
+def by_time(updates: Iterable[Update]) -> dict[Any, list[Update]]:
+    """The triples grouped by their time, each group in arrival order (no sorting,
+    no consolidation: the bucketing operators do before they buffer).
+
+    >>> by_time([("a", 3, 1), ("b", 1, 1), ("c", 3, -1)])
+    {3: [('a', 3, 1), ('c', 3, -1)], 1: [('b', 1, 1)]}
+    """
+    groups: dict[Any, list[Update]] = {}
+    for u in updates:
+        bucket = groups.get(u[1])
+        if bucket is None:
+            groups[u[1]] = [u]
+        else:
+            bucket.append(u)
+    return groups
+
+
 def untimed(updates: Iterable[Update]) -> dict[Any, Any]:
     """Forget times and sum weights per data: the notes' Consolidate operator (trace
     in, untimed Z-set out), zeros dropped.

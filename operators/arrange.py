@@ -27,7 +27,7 @@ from typing import Any, Iterable, Sequence
 from lattice import Antichain, Product, advance_by
 from lattice.antichain import in_advance
 from operators.base import Operator, Update
-from ddflow.updates import consolidate_unsorted, entered
+from ddflow.updates import by_time as group_by_time, consolidate_unsorted, entered
 from operators.undo import UndoDict
 from ddflow import columnar
 from ddflow.errors import DataError
@@ -80,13 +80,7 @@ class Arrange(Operator):
             # pass, not a dict lookup per update.
             by_time: dict[Any, list[Update]] = {times.pop(): list(updates)}
         else:
-            by_time = {}
-            for u in updates:
-                bucket = by_time.get(u[1])
-                if bucket is None:
-                    by_time[u[1]] = [u]
-                else:
-                    bucket.append(u)
+            by_time = group_by_time(updates)
         buffer = self._buffer
         for t, us in by_time.items():
             bucket = buffer.touch(t)      # recorded once per time, not per update

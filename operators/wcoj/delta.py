@@ -77,7 +77,7 @@ from lattice import Antichain, Product, join, minimum, sort_key
 from operators.arrange import Arrange
 from operators.base import Operator, Update
 from operators.undo import UndoDict
-from ddflow.updates import consolidate_unsorted
+from ddflow.updates import by_time, consolidate_unsorted
 
 from operators.wcoj.plan import (KeyFn, Participant, RulePlan, Step, delta_plan,  # noqa: F401
                                  key_getter, tuple_getter)
@@ -125,14 +125,7 @@ class HalfJoin(Operator):
         if port:
             return   # the index's batches: it is read through its trace
         self.records_in += len(updates)
-        by_time: dict[Any, list[Update]] = {}
-        for u in updates:
-            waiting = by_time.get(u[1])
-            if waiting is None:
-                by_time[u[1]] = [u]
-            else:
-                waiting.append(u)
-        self._buffer.extend_lists(by_time)
+        self._buffer.extend_lists(by_time(updates))
         self._caps = None
 
     def capabilities(self) -> Iterable[Any]:
