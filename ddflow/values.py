@@ -13,8 +13,11 @@ built-in value a record stands for.
 >>> from enum import Enum
 >>> class Color(str, Enum):
 ...     RED = "red"
->>> plain(np.int64(3)), plain(np.bool_(True)), plain(Color.RED), plain(2.5)
-(3, True, 'red', 2.5)
+>>> from enum import IntEnum
+>>> class Level(IntEnum):
+...     HIGH = 2
+>>> plain(np.int64(3)), plain(np.bool_(True)), plain(Color.RED), plain(Level.HIGH), plain(2.5)
+(3, True, 'red', 2, 2.5)
 """
 
 from __future__ import annotations
@@ -45,7 +48,12 @@ def plain(x: Any) -> Any:
         return str.__str__(x)  # a str Enum's str() is its name, not its value
     if isinstance(x, bytes):
         return bytes(x)
-    if isinstance(x, numbers.Number) and not isinstance(x, (int, float, Fraction, Decimal, complex)):
+    if isinstance(x, numbers.Number):
+        # subclasses (an IntEnum, an int subclass of a library) and other registered
+        # numbers, as the built-in number they equal
+        for base in (Fraction, Decimal, complex):
+            if isinstance(x, base):
+                return base(x)
         if isinstance(x, numbers.Integral):
             return int(x)
         if isinstance(x, numbers.Real):

@@ -273,12 +273,16 @@ class _Letter(str, enum.Enum):
     A = "a"
 
 
+class _Level(enum.IntEnum):
+    ONE = 1
+
+
 @dataclasses.dataclass(frozen=True)
 class _Box:
     x: object
 
 
-_SPELLINGS = st.sampled_from([0, False, 0.0, np.int64(0), np.bool_(False), 1, True, 1.0,
+_SPELLINGS = st.sampled_from([0, False, 0.0, np.int64(0), np.bool_(False), 1, True, 1.0, _Level.ONE,
                               (0, 0), (False, 0.0), _POINT(0, 0), "a", _Letter.A,
                               _Box(0), _Box(False), None])
 _PTIMES = st.sampled_from([Product(0, 0), Product(0, 1), Product(1, 0), Product(1, 1)])
