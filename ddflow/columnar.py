@@ -14,10 +14,9 @@ Kernels: `encode` (rows to columns, or None when the rows are not plain),
 `consolidate` (lexsort, then `add.reduceat` over runs of equal rows), `advance`
 (every time advanced by a frontier: `meet over f of join(t, f)`, component-wise
 max then min), `merge` (concatenate, advance, consolidate), `decode` (back to the
-row layout `key -> ((val, time, diff), ...)` and to update triples), and
-`join_pairs` (a sort-merge join of two column sets by key: output times are the
-lattice joins, diffs multiply), and `key_rows` (the stored rows of given keys, by
-binary search, for readers that sum per key from the columns).
+row layout `key -> ((val, time, diff), ...)` and to update triples) and
+`key_entries` (one key's entries by binary search).  The join over columns and
+the per-key sums are `ddflow.column_join`'s.
 
 It leaves out when columns are used (`ddflow.batch` chooses by size: numpy's
 per-call cost loses to dicts below a few thousand rows, `columnar_min()`), and
@@ -39,7 +38,7 @@ import numpy as np
 from lattice import Product
 
 #: Diffs whose sums could leave int64 stay in rows (Python ints do not overflow).
-_DIFF_LIMIT = 1 << 62
+DIFF_LIMIT = 1 << 62
 
 #: The columnar threshold the others derive from: operator outputs of at least this
 #: many updates are consolidated by the columnar kernel (`wants_column_build`), an
@@ -127,7 +126,7 @@ def wants_column_batch(n: int) -> bool:
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
-def _gc_paused(f: _F) -> _F:
+def gc_paused(f: _F) -> _F:
     """Run `f` with Python's cyclic garbage collector paused.  Encoding and decoding
     make or drop up to millions of tuples, none in a cycle, and each few hundred
     allocations let the collector traverse the young ones again (profiled: decoding
@@ -263,7 +262,7 @@ def _split(updates: Sequence[Any], width: int) -> list[Sequence] | None:
     return [list(map(itemgetter(i), updates)) for i in range(width)]
 
 
-@_gc_paused
+@gc_paused
 def encode(updates: Sequence[tuple], sort: bool = True) -> Columns | None:
     """Columns of `((key, val), time, diff)` triples (consolidated), or None when
     they are not all plain (then the caller keeps rows)."""
@@ -280,7 +279,7 @@ def encode(updates: Sequence[tuple], sort: bool = True) -> Columns | None:
     return _encode_parts(kv[0], kv[1], times, diffs, n, sort)
 
 
-@_gc_paused
+@gc_paused
 def encode_records(updates: Sequence[tuple]) -> Columns | None:
     """Columns of unkeyed `(data, time, diff)` triples (the data as the key, the
     value `()`), consolidated; None when they are not all plain."""
@@ -309,7 +308,7 @@ def _encode_parts(keys: Sequence[Any], vals: Sequence[Any] | None, times: Sequen
         d = np.array(diffs, dtype=np.int64)
     except OverflowError:
         return None
-    if _abs_max(d) >= _DIFF_LIMIT // max(n, 1):
+    if abs_max(d) >= DIFF_LIMIT // max(n, 1):
         return None
     cols = Columns(k[0], v[0], t[0], d, k[1], v[1], t[1])
     return consolidate(cols) if sort else cols
@@ -401,7 +400,7 @@ def in_advance_of(times: np.ndarray, frontier: np.ndarray) -> np.ndarray:
     return out
 
 
-def _abs_max(diffs: np.ndarray) -> int:
+def abs_max(diffs: np.ndarray) -> int:
     """The largest |diff|, as a Python int (`np.abs` of -2**63 stays negative)."""
     return max(-int(diffs.min()), int(diffs.max())) if len(diffs) else 0
 
@@ -410,7 +409,7 @@ def merge(parts: Sequence[Columns], frontier: np.ndarray | None) -> Columns | No
     """The consolidated sum of `parts` (one layout), times advanced by `frontier`;
     None when a sum could leave int64 (each part was bounded alone, not their sum):
     the caller merges rows, in Python ints."""
-    if sum(_abs_max(p.diffs) * len(p) for p in parts) >= _DIFF_LIMIT:
+    if sum(abs_max(p.diffs) * len(p) for p in parts) >= DIFF_LIMIT:
         return None
     first = parts[0]
     times = np.concatenate([p.times for p in parts])
@@ -424,7 +423,7 @@ def merge(parts: Sequence[Columns], frontier: np.ndarray | None) -> Columns | No
 
 # -- decoding ------------------------------------------------------------------
 
-def _decode_col(a: np.ndarray, shape: int) -> list:
+def decode_col(a: np.ndarray, shape: int) -> list:
     if shape < 0:
         return a[:, 0].tolist()
     if shape == 0:
@@ -434,14 +433,14 @@ def _decode_col(a: np.ndarray, shape: int) -> list:
 
 def decode_values(c: Columns, rows: np.ndarray) -> list:
     """The values of the given rows, as Python values."""
-    return _decode_col(c.vals[rows], c.vshape)
+    return decode_col(c.vals[rows], c.vshape)
 
 
 def decode_times(c: Columns) -> list:
-    return _times_list(c.times, c.product)
+    return times_list(c.times, c.product)
 
 
-def _times_list(times: np.ndarray, product: bool) -> list:
+def times_list(times: np.ndarray, product: bool) -> list:
     if not product:
         return times[:, 0].tolist()
     if len(times) < 16:
@@ -482,23 +481,23 @@ def _distinct_rows(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inv
 
 
-@_gc_paused
+@gc_paused
 def decode(c: Columns) -> dict:
     """The row layout: `key -> ((val, time, diff), ...)`, keys in sorted order."""
     n = len(c)
     if not n:
         return {}
-    entries = list(zip(_decode_col(c.vals, c.vshape), decode_times(c), c.diffs.tolist()))
+    entries = list(zip(decode_col(c.vals, c.vshape), decode_times(c), c.diffs.tolist()))
     starts = c.offsets()
-    keys = _decode_col(c.keys[starts[:-1]], c.kshape)
+    keys = decode_col(c.keys[starts[:-1]], c.kshape)
     bounds = starts.tolist()
     return dict(zip(keys, [tuple(entries[a:b]) for a, b in zip(bounds, bounds[1:])]))
 
 
-@_gc_paused
+@gc_paused
 def updates(c: Columns) -> list[tuple]:
     """The batch as `((key, val), time, diff)` triples, in column order."""
-    return list(zip(zip(_decode_col(c.keys, c.kshape), _decode_col(c.vals, c.vshape)),
+    return list(zip(zip(decode_col(c.keys, c.kshape), decode_col(c.vals, c.vshape)),
                     decode_times(c), c.diffs.tolist()))
 
 
@@ -512,76 +511,7 @@ def entered(c: Columns) -> Columns:
     return Columns(c.keys, c.vals, times, c.diffs, c.kshape, c.vshape, True)
 
 
-@_gc_paused
-def join_updates(delta: Columns, other: Columns, flipped: bool, sign: int,
-                 kind: str) -> tuple[list, int]:
-    """The `join` / `semijoin` outputs of delta rows against another side's columns:
-    `((k, (a, b)), t, r)` or `((k, a), t, r)`, where `a` is the left value (the
-    delta's unless `flipped`), `t` the lattice join, `r` the product of the diffs
-    times `sign`; and the number of pairs (the other side's rows read)."""
-    li, ri, times, diffs = join_pairs(delta, other)
-    n = len(li)
-    if not n:
-        return [], 0
-    keys = _decode_col(delta.keys[li], delta.kshape)
-    left, right = (other, ri) if flipped else (delta, li)
-    a = _decode_col(left.vals[right], left.vshape)
-    t = _times_list(times, delta.product)
-    r = (diffs * sign).tolist() if sign != 1 else diffs.tolist()
-    if kind == "semijoin":
-        return list(zip(zip(keys, a), t, r)), n
-    (rc, rix) = (delta, li) if flipped else (other, ri)
-    b = _decode_col(rc.vals[rix], rc.vshape)
-    return list(zip(zip(keys, zip(a, b)), t, r)), n
-
-
-def _width(shape: int) -> int:
-    return 1 if shape < 0 else shape
-
-
-def join_columns(delta: Columns, other: Columns, flipped: bool, sign: int,
-                 kind: str) -> tuple[Columns | None, int] | None:
-    """`join_updates` left in columns, for `join_records` to consolidate and decode
-    once: the keys, the left value's columns then (for a `join`) the right value's
-    side by side as the values, the lattice joins of the times, the products of the
-    diffs times `sign`; and the number of pairs.  None when a product could leave
-    int64 (the caller goes by `join_updates`, in Python ints)."""
-    li, ri, times, diffs = join_pairs(delta, other)
-    n = len(li)
-    if not n:
-        return None, 0
-    if diffs.dtype == object:
-        return None
-    (a, ar), (b, br) = ((other, ri), (delta, li)) if flipped else ((delta, li), (other, ri))
-    vals = a.vals[ar] if kind == "semijoin" else np.concatenate([a.vals[ar], b.vals[br]],
-                                                                 axis=1)
-    return Columns(delta.keys[li], vals, times, diffs * sign if sign != 1 else diffs,
-                   delta.kshape, vals.shape[1], delta.product), n
-
-
-@_gc_paused
-def join_records(parts: Sequence[Columns], lshape: int, rshape: int,
-                 kind: str) -> list | None:
-    """The consolidated sum of `join_columns` parts as `((k, (a, b)), t, r)` triples
-    (`((k, a), t, r)` for a `semijoin`), `a` decoded by `lshape` and `b` by
-    `rshape`; None when a sum could leave int64."""
-    c = merge(parts, None)
-    if c is None:
-        return None
-    if not len(c):
-        return []
-    keys = _decode_col(c.keys, c.kshape)
-    lw = _width(lshape)
-    a = _decode_col(c.vals[:, :lw], lshape)
-    t = _times_list(c.times, c.product)
-    r = c.diffs.tolist()
-    if kind == "semijoin":
-        return list(zip(zip(keys, a), t, r))
-    b = _decode_col(c.vals[:, lw:], rshape)
-    return list(zip(zip(keys, zip(a, b)), t, r))
-
-
-@_gc_paused
+@gc_paused
 def consolidate_records(updates: list) -> list | None:
     """`(data, time, diff)` triples consolidated by the columnar kernels (sorted by
     data, then time), or None when they are not plain.  When nothing combines or
@@ -594,58 +524,10 @@ def consolidate_records(updates: list) -> list | None:
     return updates if len(c) == len(updates) else records(c)
 
 
-@_gc_paused
+@gc_paused
 def records(c: Columns) -> list[tuple]:
     """Unkeyed columns (`encode_records`) back to `(data, time, diff)` triples."""
-    return list(zip(_decode_col(c.keys, c.kshape), decode_times(c), c.diffs.tolist()))
-
-
-def join_pairs(left: Columns, right: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                       np.ndarray]:
-    """Every pair of a left row and a right row with equal keys: `(li, ri, times,
-    diffs)`, the row indices into each side, the lattice join of the two times and
-    the product of the diffs (a binary search of each left key among the right
-    side's, which must be sorted by key; the left rows may come in any order)."""
-    lk, rk = _key_codes(left.keys, right.keys)
-    counts, ri = _gather(rk, lk)
-    li = np.repeat(np.arange(len(lk)), counts)
-    times = np.maximum(left.times[li], right.times[ri])
-    if _abs_max(left.diffs) * _abs_max(right.diffs) >= _DIFF_LIMIT:
-        # A product could leave int64 (numpy would wrap it silently): Python ints.
-        diffs = left.diffs[li].astype(object) * right.diffs[ri].astype(object)
-    else:
-        diffs = left.diffs[li] * right.diffs[ri]
-    return li, ri, times, diffs
-
-
-def _gather(sorted_codes: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each query code, the rows of `sorted_codes` equal to it: `(counts, rows)`,
-    how many rows each query has and every such row index, grouped by query in
-    query order (query `i`'s rows are `lo_i, lo_i + 1, ..., hi_i - 1`)."""
-    lo = np.searchsorted(sorted_codes, queries, side="left")
-    hi = np.searchsorted(sorted_codes, queries, side="right")
-    counts = hi - lo
-    starts = np.cumsum(counts) - counts
-    rows = np.arange(int(counts.sum())) - np.repeat(starts - lo, counts)
-    return counts, rows
-
-
-def key_rows(c: Columns, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The stored rows of each of `keys` (an array in the layout of `c.keys`, as
-    `encode_keys` gives): `(counts, rows)` as `_gather` (a binary search per key:
-    the cost follows the keys asked and the rows they hold, not the batch)."""
-    ck, qk = _key_codes(c.keys, keys)
-    return _gather(ck, qk)
-
-
-def group_sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Per group of consecutive `values` (group `i` holds `counts[i]` of them), their
-    sum; zero for an empty group."""
-    out = np.zeros(len(counts), dtype=values.dtype)
-    full = counts > 0
-    if len(values):
-        out[full] = np.add.reduceat(values, (np.cumsum(counts) - counts)[full])
-    return out
+    return list(zip(decode_col(c.keys, c.kshape), decode_times(c), c.diffs.tolist()))
 
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -676,7 +558,7 @@ def key_entries(c: Columns, key: Any) -> tuple | None:
         lo, hi = lo + a, lo + b
         if lo == hi:
             return ()
-    return tuple(zip(_decode_col(c.vals[lo:hi], c.vshape), _times_list(c.times[lo:hi], c.product),
+    return tuple(zip(decode_col(c.vals[lo:hi], c.vshape), times_list(c.times[lo:hi], c.product),
                      c.diffs[lo:hi].tolist()))
 
 
@@ -692,36 +574,10 @@ def encode_times(times: Sequence[Any]) -> tuple[np.ndarray, bool] | None:
     return _encode_times(times, len(times)) if times else None
 
 
-def _key_codes(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One int per key row of each key column set, the same for equal keys on both
-    sides and ordered as the keys are (lexicographically), so a side sorted by key
-    stays sorted by code."""
-    if left.shape[1] == 1:
-        return left[:, 0], right[:, 0]
-    both = np.concatenate([left, right])
-    if left.shape[1] == 0 or len(both) == 0:
-        return np.zeros(len(left), dtype=np.int64), np.zeros(len(right), dtype=np.int64)
-    lo, hi = both.min(axis=0), both.max(axis=0)
-    span = 1
-    for a, b in zip(lo.tolist(), hi.tolist()):
-        span *= b - a + 1
-    if span < 1 << 62:
-        # A composite code over the columns' ranges (one pass, no sort).
-        codes = np.zeros(len(both), dtype=np.int64)
-        for i, (a, b) in enumerate(zip(lo.tolist(), hi.tolist())):
-            codes = codes * (b - a + 1) + (both[:, i] - a)
-    else:
-        _u, codes = np.unique(both, axis=0, return_inverse=True)
-        codes = codes.reshape(-1)
-    return codes[:len(left)], codes[len(left):]
-
-
-__all__ = ["Columns", "encode", "encode_records", "records", "entered", "join_updates",
-           "join_columns", "join_records",
+__all__ = ["Columns", "encode", "encode_records", "records", "entered",
            "encode_frontier", "encode_keys", "encode_times", "consolidate", "advance",
-           "in_advance_of", "merge", "decode", "updates", "join_pairs", "key_rows",
-           "group_sums", "decode_values", "key_entries", "consolidate_records", "columnar",
+           "in_advance_of", "merge", "decode", "updates", "decode_values", "decode_col", "times_list",
+           "abs_max", "gc_paused", "DIFF_LIMIT", "key_entries", "consolidate_records", "columnar",
            "columnar_min", "set_columnar_min", "wants_columns", "wants_column_build",
-           "wants_column_batch", "BATCH_DIVISOR",
-           "wants_column_join",
+           "wants_column_batch", "BATCH_DIVISOR", "wants_column_join",
            "COLUMNAR_MIN", "BUILD_FACTOR"]

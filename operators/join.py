@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Sequence
 from lattice import Antichain, join
 from operators.arrange import Arrange
 from operators.base import Operator, Update
-from ddflow import columnar
+from ddflow import column_join, columnar
 from ddflow.columnar import wants_column_join
 
 _KINDS = ("join", "map", "core", "semijoin")
@@ -131,7 +131,7 @@ class JoinCore(Operator):
         batch of both traces is plain in one layout per side (the traces' row
         batches, if few, encoded: `Trace.column_batches`): each delta joined with
         the other side's batches and with the other delta (sign -1), the pairs
-        consolidated in columns and decoded once (`ddflow.columnar.join_records`),
+        consolidated in columns and decoded once (`ddflow.column_join.join_records`),
         not each decoded and the lot summed by a dict.  None (nothing done) when
         that does not apply."""
         kind = self.kind
@@ -163,7 +163,7 @@ class JoinCore(Operator):
                 + [(dr, c, True, 1) for c in left_cols]
                 + ([(dl, dr, False, -1)] if dl is not None and dr is not None else []))
         for delta, other, flipped, sign in jobs:
-            got = columnar.join_columns(delta, other, flipped, sign, kind)
+            got = column_join.join_columns(delta, other, flipped, sign, kind)
             if got is None:
                 return None
             made, pairs = got
@@ -173,7 +173,7 @@ class JoinCore(Operator):
         if not parts:
             self.work += work
             return []
-        out = columnar.join_records(parts, lefts[0].vshape, rights[0].vshape, kind)
+        out = column_join.join_records(parts, lefts[0].vshape, rights[0].vshape, kind)
         if out is not None:
             self.work += work
         return out
@@ -181,7 +181,7 @@ class JoinCore(Operator):
     def _against(self, delta: list[Update], trace: Any, flipped: bool,
                  out: list[Update]) -> None:
         """`delta` paired with the other side's whole trace: against its columnar
-        batches by the vectorized kernel (`ddflow.columnar.join_updates`) when the
+        batches by the vectorized kernel (`ddflow.column_join.join_updates`) when the
         delta is large and plain and the output is a `join` or `semijoin`, against
         the rest record by record."""
         lookup = trace.get
@@ -193,7 +193,7 @@ class JoinCore(Operator):
             if dc is not None and all(c.kshape == dc.kshape and c.product == dc.product
                                       for c in cols):
                 for c in cols:
-                    made, pairs = columnar.join_updates(dc, c, flipped, 1, self.kind)
+                    made, pairs = column_join.join_updates(dc, c, flipped, 1, self.kind)
                     out.extend(made)
                     self.work += pairs
                 lookup = rows_get

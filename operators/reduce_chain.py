@@ -20,7 +20,7 @@ The law is the reduce's: `acc(out, u)[(k, o)] = logic(k, acc(in, u)[k])[o]`.
 Two readings of the stored updates, one result: `chain_corrections` reads each
 key's entries by `Trace.get` (which decodes a columnar batch into rows, kept beside
 its columns); `chain_corrections_columns` reads the traces' columnar batches
-directly (`ddflow.columnar.key_rows`: per key, the sum of its diffs and whether a
+directly (`ddflow.column_join.key_rows`: per key, the sum of its diffs and whether a
 time lies beyond `u`, vectorized over all keys of the pass), and only the row
 batches key by key.  The switch is `set_chain_columns` (on by default).
 """
@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from lattice import less_equal
-from ddflow import columnar
+from ddflow import column_join, columnar
 
 #: The fewest keys a reduce evaluates at once for this path to be taken (unless the
 #: bulk path is forced on for every size, `set_columnar_min(0)`, as the tests do).
@@ -190,16 +190,16 @@ def chain_corrections_columns(keys: list[tuple[Any, Any]], inputs: Any, outputs:
     total = np.zeros(n, dtype=np.int64 if len(in_cols) < 2 else object)
     work = 0
     for c in in_cols:
-        counts, rows = columnar.key_rows(c, karr)
+        counts, rows = column_join.key_rows(c, karr)
         work += len(rows)
         owner = np.repeat(np.arange(n), counts)
         late[owner[np.any(c.times[rows] > uarr[owner], axis=1)]] = True
         if c.vshape != 0:
             late[counts > 0] = True
-        total += columnar.group_sums(c.diffs[rows], counts)
+        total += column_join.group_sums(c.diffs[rows], counts)
     prior_cols: list = []       # per output batch: (owner, rows) of the keys asked
     for c in out_cols:
-        counts, rows = columnar.key_rows(c, karr)
+        counts, rows = column_join.key_rows(c, karr)
         work += len(rows)
         owner = np.repeat(np.arange(n), counts)
         late[owner[np.any(c.times[rows] > uarr[owner], axis=1)]] = True

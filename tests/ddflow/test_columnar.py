@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ddflow
-from ddflow import columnar
+from ddflow import column_join, columnar
 from ddflow.batch import Batch, merge_batches
 from ddflow.errors import BatchError
 from ddflow.updates import consolidate
@@ -92,7 +92,7 @@ def test_join_pairs_is_the_bilinear_join(data, product, key_tuple):
     lc, rc = columnar.encode(left), columnar.encode(right)
     if lc is None or rc is None:
         return
-    li, ri, t, d = columnar.join_pairs(lc, rc)
+    li, ri, t, d = column_join.join_pairs(lc, rc)
     lu, ru = columnar.updates(lc), columnar.updates(rc)
     tt = [Product(*x) for x in t.tolist()] if product else t[:, 0].tolist()
     got = consolidate([((lu[i][0][0], (lu[i][0][1], ru[j][0][1])), u, r)
@@ -279,12 +279,12 @@ def test_join_records_is_the_consolidated_join(data, product, key_tuple, flipped
     dc, oc = columnar.encode(delta, sort=False), columnar.encode(other)
     if dc is None or oc is None:
         return
-    got = columnar.join_columns(dc, oc, flipped, sign, kind)
+    got = column_join.join_columns(dc, oc, flipped, sign, kind)
     assert got is not None
     made, pairs = got
     (ls, lc), (rs, rc) = ((oc.vshape, oc), (dc.vshape, dc)) if flipped else \
         ((dc.vshape, dc), (oc.vshape, oc))
-    out = columnar.join_records([made], ls, rs, kind) if made is not None else []
+    out = column_join.join_records([made], ls, rs, kind) if made is not None else []
     want = []
     for (k, x), tx, rx in delta:
         for (ko, y), ty, ry in other:

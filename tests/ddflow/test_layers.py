@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("lattice: order theory", ("lattice", "lattice.*")),
     ("core data and the graph model",
      ("ddflow", "ddflow.errors", "ddflow.arguments", "ddflow.diff", "ddflow.values", "ddflow.updates",
-      "ddflow.columnar", "ddflow.bulk_input",
+      "ddflow.columnar", "ddflow.column_join", "ddflow.bulk_input",
       "ddflow.batch", "ddflow.key_history", "ddflow.trace", "ddflow.summaries", "ddflow.progress",
       "ddflow.sharding", "ddflow.frames", "ddflow.graph")),
     ("operators", ("operators", "operators.*")),
