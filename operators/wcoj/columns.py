@@ -87,21 +87,28 @@ class Reads:
             w += group_sums(np.where(c.times[rows, 0] <= bound, c.diffs[rows], 0), counts)
         return w.tolist()
 
-    def entries(self, bound: int) -> tuple[list[int], list, list[int]]:
+    def entries(self, bound: int) -> tuple[list[int], list, list[int], bool]:
         """Every entry at or before `bound`: `(key index, value, diff)` as three
-        lists, grouped by batch."""
+        lists, grouped by batch; and whether no `(key index, value)` repeats among
+        them (known only for an index of one batch, where a key's entries of one
+        value are adjacent rows; else False)."""
         idx: list = []
         vals: list = []
         diffs: list = []
+        distinct = len(self.parts) <= 1
         for c, counts, rows in self.parts:
             li = np.repeat(np.arange(self.n), counts)
             keep = c.times[rows, 0] <= bound
             if not keep.all():
                 li, rows = li[keep], rows[keep]
+            v = c.vals[rows]
+            if len(rows) > 1:
+                same = (li[1:] == li[:-1]) & np.all(v[1:] == v[:-1], axis=1)
+                distinct = distinct and not bool(same.any())
             idx.extend(li.tolist())
-            vals.extend(decode_col(c.vals[rows], c.vshape))
+            vals.extend(decode_col(v, c.vshape))
             diffs.extend(c.diffs[rows].tolist())
-        return idx, vals, diffs
+        return idx, vals, diffs, distinct
 
 
 __all__ = ["Reads", "ENCODE_ROWS_PER_PREFIX"]

@@ -389,14 +389,9 @@ class Propose(HalfJoin):
         j = self.atom
         if j is None:
             return recs
-        mine = []
-        for u in recs:
-            rec = u[0]
-            if len(rec) == 2 or rec[2] != j:
-                out.append(u)
-            else:
-                mine.append(u)
-        return mine
+        # Two comprehensions: half the time of one loop appending to either list.
+        out.extend([u for u in recs if len(u[0]) == 2 or u[0][2] != j])
+        return [u for u in recs if len(u[0]) == 3 and u[0][2] == j]
 
     def _unread(self, recs: list[Update], t: Any, out: list) -> None:
         self._mine(recs, out)
@@ -411,14 +406,21 @@ class Propose(HalfJoin):
         if reads is None:
             made = self._rows(recs, vals, t, bound)
         else:
-            idx, exts, diffs = reads.entries(bound)
+            idx, exts, diffs, distinct = reads.entries(bound)
             rs = [r for _rec, _t, r in recs]
-            if multi:
+            if not multi:
+                exts = [(v,) for v in exts]
+            if j is None:
                 made = [(vals[i] + v, t, rs[i] * r2) for i, v, r2 in zip(idx, exts, diffs)]
             else:
-                made = [(vals[i] + (v,), t, rs[i] * r2) for i, v, r2 in zip(idx, exts, diffs)]
-            if j is not None:
-                made = [((nv, j), t, r) for nv, t, r in made]
+                made = [((vals[i] + v, j), t, rs[i] * r2) for i, v, r2 in zip(idx, exts, diffs)]
+            if distinct and len(set(vals)) == len(vals):
+                # Distinct prefixes, each extended by distinct values: nothing to
+                # combine (and no zero diff: both factors are nonzero).
+                if made:
+                    self.proposed += len(made)
+                    out.extend(made)
+                return
         if made:
             made = consolidate_unsorted(made)
             self.proposed += len(made)
