@@ -519,7 +519,7 @@ class Validate(HalfJoin):
             return
         n = len(out)
         keep_tag = not last and j is not None
-        out.extend([(((rec if keep_tag else v)), t, r * w)
+        out.extend([((rec if keep_tag else v), t, r * w)
                     for (rec, _t, r), v, w in zip(todo, vals, reads.weights(bound)) if w])
         self.validated += len(out) - n
 
