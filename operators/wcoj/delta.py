@@ -89,18 +89,26 @@ from operators.wcoj.plan import (KeyFn, Participant, RulePlan, Step, delta_plan,
 #: moved this far since the last release.
 RELEASE_EVERY = 8
 
-#: Whether the half joins at int times read a large batch of prefixes from the
-#: index's columns at once (`operators.wcoj.columns.Reads`), not key by key
-#: (`set_half_join_columns`).
+#: Whether the half joins take a large batch of prefixes by the bulk path (`_bulk`):
+#: at int times read from the index's columns at once
+#: (`operators.wcoj.columns.Reads`), not key by key (`set_half_join_columns`).
 _half_join_columns = True
 
 
 def set_half_join_columns(on: bool) -> bool:
-    """Turn the half joins' columnar reads on or off; returns the previous setting.
-    Both give the same outputs: the tests run each."""
+    """Turn the half joins' bulk path (`_bulk`) on or off; returns the previous
+    setting.  Both give the same accumulations: the tests run each."""
     global _half_join_columns
     old, _half_join_columns = _half_join_columns, on
     return old
+
+
+def _bulk(n: int) -> bool:
+    """Whether `n` prefixes at one time go by the bulk path: read from the index's
+    columns, and first the index's batch descriptions asked whether anything can
+    count at all (`HalfJoin._nothing_counts`); a few (a churn epoch's) go key by
+    key, as before the bulk path."""
+    return _half_join_columns and wants_column_join(n)
 
 
 # -- operators --------------------------------------------------------------------
@@ -163,10 +171,11 @@ class HalfJoin(Operator):
                 ready = [t for t in buf if f is None or (t < f if neu else t <= f)]
                 for t in ready:
                     bound = t if neu else t - 1
-                    if self._nothing_counts(lambda s: s <= bound):
-                        self._unread(buf.pop(t), t, out)
+                    recs = buf.pop(t)
+                    if _bulk(len(recs)) and self._nothing_counts(lambda s: s <= bound):
+                        self._unread(recs, t, out)
                     else:
-                        self._total(buf.pop(t), t, bound, out)
+                        self._total(recs, t, bound, out)
             else:
                 keys = [(sort_key(f), True) for f in index_frontier.elements]
                 memo: dict = {}
@@ -175,10 +184,11 @@ class HalfJoin(Operator):
                     kt = (sort_key(t), self.neu)
                     if all(k > kt for k in keys):
                         ready.append(t)
-                        if self._nothing_counts(_before(memo, kt)):
-                            self._unread(buf.pop(t), t, out)
+                        recs = buf.pop(t)
+                        if _bulk(len(recs)) and self._nothing_counts(_before(memo, kt)):
+                            self._unread(recs, t, out)
                         else:
-                            self._partial(buf.pop(t), t, kt, memo, out)
+                            self._partial(recs, t, kt, memo, out)
             if ready:
                 self._caps = None
             if out:
@@ -256,7 +266,7 @@ class HalfJoin(Operator):
         """The index's entries for the prefixes' keys (`self.key`) read from its
         columns, when the prefixes are many enough for the vectorized reads and
         everything is plain; None: read key by key."""
-        if not _half_join_columns or not wants_column_join(len(prefixes)):
+        if not _bulk(len(prefixes)):
             return None
         reads = Reads.of(self.index.trace, list(map(self.key, prefixes)))
         if reads is not None:
@@ -315,7 +325,7 @@ class Count(HalfJoin):
     def _total(self, recs: list[Update], t: Any, bound: Any, out: list) -> None:
         first, j = self.first, self.atom
         reads = None
-        if _half_join_columns and wants_column_join(len(recs)):
+        if _bulk(len(recs)):
             ps = [rec if first else rec[0] for rec, _t, _r in recs]
             reads = self._column_reads(ps)
         if reads is None:
