@@ -104,7 +104,7 @@ def test_worst_case_optimal_joins_explain_by_their_atoms_projections(g, h, cut, 
             assert got.check()
             if head_binds_all:
                 # (a head projecting a variable away keeps its half joins' rules:
-                # sound, not this concise; `explain_flow._conjunctive`)
+                # sound, not this concise; `explain_conjunctive.conjunctive_plans`)
                 for name, recs in got.inputs.items():
                     assert all(_agrees(rule, name, x, z) for x in recs), (z, name, recs)
                 want = _bindings(rule, now, z)
@@ -152,7 +152,7 @@ def test_a_cyclic_datalog_rule_inside_recursion_is_explained_by_its_atoms():
     # The first rule binds every variable: read as one conjunctive query, it demands
     # only what its head tuples project onto.  The second projects `y` away, so it
     # keeps its half joins' rules (sound; not this concise: the noise edges reach it
-    # through `r`), see `explain_flow._conjunctive`.
+    # through `r`), see `explain_conjunctive.conjunctive_plans`.
     assert {(0, 1), (1, 0), (1, 2), (2, 1), (0, 2)} <= set(ex.inputs["e"])
     mx = df.explain(cap)
     mx.questions.insert((0, 2))
