@@ -42,6 +42,96 @@ def chain_max(a: tuple, b: tuple) -> tuple:
     return tuple(max(x, y) for x, y in zip(a, b))
 
 
+def binds_every_variable(q: Any) -> bool:
+    """Whether the head of conjunctive query `q` binds every variable of its atoms
+    (then a head tuple has one binding)."""
+    return {v for atom in q.atoms for v in atom} <= set(q.head)
+
+
+def conjunctive_support(flow: Any, n: Node, q: Any) -> Any:
+    """The support `(z, chain)` of plan output `n`: its net records when the head
+    binds every variable (a subset of the inputs gives a subset of its bindings,
+    each its own tuple); otherwise the head tuples of every binding over the
+    sources' supports, kept with their records as `flow.pairs[id(n)]` for the
+    demands: a tuple cancelled between bindings in the full run (net 0) may come
+    out of part of them, so it must be in the support."""
+    if binds_every_variable(q):
+        return flow.net(n)
+    table = _join_atoms(q, [flow.support[id(q.sources[s])].map(lambda xc: (xc[0], (xc[1], None)))
+                            for s in q.atom_sources], name="explain.bindings")
+    flow.pairs[id(n)] = table.map(lambda zb: (zb[0], (zb[1][0], zb[1][1][0])))
+    return flow.pairs[id(n)].map(lambda zb: (zb[0], zb[1][1]))
+
+
+def conjunctive_demands(flow: Any, n: Node, q: Any, mine: Any, scope: Scope) -> list:
+    """The demands of demanded head tuples `mine` (`(z, (c, question))`): for a
+    head binding every variable, `atom_demands`; otherwise every record of every
+    binding over the sources' supports that gives `z` at chains `<= c`, those that
+    cancel included, so that on the explanation the same bindings sum to the same
+    multiplicity (the law above)."""
+    if binds_every_variable(q):
+        return atom_demands(flow, n, q, mine, scope)
+    routes = tuple(flow.router(q.sources[s]) for s in q.atom_sources)
+    table = flow.enter("T", n, flow.pairs[id(n)], scope)
+    return [mine.join(table).flat_map(
+        lambda kv, routes=routes: [(*route(x, kv[1][0][0]), kv[1][0][1])
+                                   for route, x in zip(routes, kv[1][1][0])]
+        if chain_le(kv[1][1][1], kv[1][0][0]) else (), name="explain.bindings")]
+
+
+def conjunctive_reached(flow: Any, n: Node, q: Any, d: Any, scope: Scope) -> Any:
+    """`R` of plan output `n`, `(z, (chain, question))`: the head tuples the
+    explanation may hold.  For a head binding every variable, `reached_bindings`;
+    otherwise the head tuples of the bindings of the sources' reached records
+    (cancelled ones too: on a subset they may not cancel)."""
+    if binds_every_variable(q):
+        return reached_bindings(flow, n, q, d, scope)
+    reached: dict = {}
+    for s in q.atom_sources:
+        if s not in reached:
+            reached[s] = flow.reached(q.sources[s], d)
+    return _join_atoms(q, [reached[s] for s in q.atom_sources],
+                       name="explain.reached").map(lambda zb: (zb[0], zb[1][1]))
+
+
+def _join_atoms(q: Any, relations: list, name: str) -> Any:
+    """The bindings of `q`'s atoms, atom `j` bound to records `(x, (chain, tag))`
+    of `relations[j]` (`x` its variables' values in order), bindings joining only
+    records of one tag (a question, or None): records `(z, (records, (chain,
+    tag)))`, `z` the head tuple, `records` the bound record per atom, `chain` the
+    latest of theirs.  Left-deep joins, each next atom one sharing a variable with
+    those bound (as `ddflow.query`'s binary plan orders them)."""
+    atoms = q.atoms
+    order = [0]
+    rest = list(range(1, len(atoms)))
+    layout = list(atoms[0])
+    while rest:
+        j = next((j for j in rest if set(layout).intersection(atoms[j])), rest[0])
+        rest.remove(j)
+        order.append(j)
+        layout.extend(v for v in atoms[j] if v not in layout)
+    cur = relations[0].map(lambda xe: (xe[0], (xe[0],), xe[1]))
+    bound = list(atoms[0])
+    for j in order[1:]:
+        a = atoms[j]
+        on = [v for v in bound if v in a]
+        lk = _Picker(tuple(bound.index(v) for v in on))
+        rk = _Picker(tuple(a.index(v) for v in on))
+        rx = _Picker(tuple(a.index(v) for v in a if v not in bound))
+        left = cur.map(lambda s, lk=lk: ((lk(s[0]), s[2][1]), s))
+        right = relations[j].map(lambda xe, rk=rk: ((rk(xe[0]), xe[1][1]), xe))
+        cur = left.join(right).map(
+            lambda kv, rx=rx: (kv[1][0][0] + rx(kv[1][1][0]), kv[1][0][1] + (kv[1][1][0],),
+                               (chain_max(kv[1][0][2][0], kv[1][1][1][0]), kv[0][1])),
+            name=name)
+        bound.extend(v for v in a if v not in bound)
+    zkey = _Picker(tuple(bound.index(v) for v in q.head))
+    # Records in join order, put back in atom order.
+    back = tuple(order.index(j) for j in range(len(atoms)))
+    return cur.map(lambda s, zkey=zkey, back=back: (
+        zkey(s[0]), (tuple(s[1][k] for k in back), s[2])), name=name)
+
+
 def atom_demands(flow: Any, n: Node, q: Any, mine: Any, scope: Scope) -> list:
     """A conjunctive query's demands: a demanded head tuple `(z, c)`, projected
     on each atom's variables that the head binds, selects the atom's source
@@ -115,24 +205,13 @@ def conjunctive_plans(nodes: list) -> tuple[dict, set]:
     one operator: `{id(output): Conjunctive}` and the ids of their inner nodes (the
     half joins and indices between the sources and the output).  A plan one of
     whose inner nodes something else in the cone reads is left as it is (its
-    nodes then fall to the rule of last resort).
-
-    Only a plan whose head binds every variable of its atoms is read so: then a head
-    tuple has one binding, and its atoms' records are exactly the tuple projected.
-    A head that projects a variable away sums several bindings, which may cancel
-    (a relation holding a negative record): a tuple of net multiplicity 0 in the
-    full run can come out of part of its bindings, and the record that cancelled it
-    must be demanded too, which the net records cannot tell (a review found the
-    explanation of such a plan not reproducing).  Those plans keep the rules of
-    their half joins, built from the inputs' supports."""
+    nodes then fall to the rule of last resort)."""
     ids = {id(n) for n in nodes}
     plans: dict = {}
     inner: set = set()
     for n in nodes:
         q = n.conjunctive
         if q is None or not all(id(s) in ids for s in q.sources):
-            continue
-        if not {v for atom in q.atoms for v in atom} <= set(q.head):
             continue
         # Back from the output to the sources, not past them (a source in a loop
         # reads the output itself, through the loop's feedback).
@@ -152,4 +231,5 @@ def conjunctive_plans(nodes: list) -> tuple[dict, set]:
     return plans, inner
 
 
-__all__ = ["atom_demands", "chain_le", "chain_max", "conjunctive_plans", "reached_bindings"]
+__all__ = ["atom_demands", "binds_every_variable", "chain_le", "chain_max", "conjunctive_demands",
+           "conjunctive_plans", "conjunctive_reached", "conjunctive_support", "reached_bindings"]

@@ -27,8 +27,10 @@ Each rule reads an input's *support* `S`, the records it may hold on a subset of
 the inputs, not just its accumulation: through concat, negate and the other linear
 operators, arrangements and joins the support is built from the inputs' supports
 (so a record cancelled between two branches, `x.antijoin(y).concat(x)`, is still
-demanded on both: on the explanation alone it may not cancel); reduces, loop
-variables and worst-case optimal joins give their net records (`W`, each once).
+demanded on both: on the explanation alone it may not cancel), and so is a
+worst-case optimal join's whose head projects a variable away (its bindings over
+its sources' supports); reduces, loop variables and worst-case optimal joins whose
+head binds every variable give their net records (`W`, each once).
 A support is a collection of `(x, chain)` with positive multiplicities: present or
 not is all that counts, so no `distinct` is spent on it.
 
@@ -75,8 +77,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ddflow.errors import DataflowError, GraphError
-from ddflow.explain_conjunctive import (atom_demands, chain_le, chain_max, conjunctive_plans,
-                                        reached_bindings)
+from ddflow.explain_conjunctive import (chain_le, chain_max, conjunctive_demands,
+                                        conjunctive_plans, conjunctive_reached,
+                                        conjunctive_support)
 from ddflow.graph import Node, Scope, cone
 from operators import reduce as red
 from operators.base import Operator
@@ -274,7 +277,9 @@ class BackwardFlow:
     def _support(self, n: Node) -> Any:
         kind, ins = n.kind, n.inputs
         S = self.support
-        if id(n) in self.conj or kind in ("input", "reduce", "feedback") or kind not in (
+        if id(n) in self.conj:
+            return conjunctive_support(self, n, self.conj[id(n)])
+        if kind in ("input", "reduce", "feedback") or kind not in (
                 "arrange", "consolidate", "linear", "concat", "join", "enter", "leave"):
             return self.net(n)
         src = S[id(ins[0])]
@@ -373,7 +378,7 @@ class BackwardFlow:
         i = self.index[id(n)]
         kind, ins = n.kind, n.inputs
         if id(n) in self.conj:
-            return [reached_bindings(self, n, self.conj[id(n)], d, scope).map(
+            return [conjunctive_reached(self, n, self.conj[id(n)], d, scope).map(
                 lambda xq, i=i: (~i, xq[0], xq[1][0], xq[1][1]))]
         if kind == "input":
             return [d.flat_map(lambda r, i=i: ((~i, r[1], r[2], r[3]),) if r[0] == i else ())]
@@ -438,7 +443,7 @@ class BackwardFlow:
     def _rule(self, n: Node, mine: Any, scope: Scope) -> list:
         kind, ins = n.kind, n.inputs
         if id(n) in self.conj:
-            return atom_demands(self, n, self.conj[id(n)], mine, scope)
+            return conjunctive_demands(self, n, self.conj[id(n)], mine, scope)
         if kind == "concat":
             return [self._gate(mine, p, scope) for p in ins]
         if kind == "feedback":
