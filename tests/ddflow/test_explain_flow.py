@@ -619,6 +619,67 @@ def test_loops_explain_every_record_at_every_time(data, steps, kind):
         explained(e)
 
 
+def _replay_each(steps, asked):
+    """One fresh copy of pipeline `steps` fed, at epoch `k`, the `k`th explanation of
+    `asked` (`[(record, inputs)]`) alone (each epoch retracting the one before): by
+    the accumulation law its output at `k` is the pipeline's on that explanation, so
+    one compiled copy checks them all (`Explanation.check` compiles one each).
+    `[multiplicity of the kth record at k]`."""
+    df = ddflow.Dataflow()
+    sessions = dict(zip("ab", (df.new_collection("a"), df.new_collection("b"))))
+    cap = build_pipeline(steps, sessions["a"][1], sessions["b"][1]).capture()
+    held = {name: {} for name in sessions}
+    for k, (_record, inputs) in enumerate(asked):
+        for name, (session, _c) in sessions.items():
+            now = inputs.get(name, {})
+            for d in held[name].keys() | now.keys():
+                r = now.get(d, 0) - held[name].get(d, 0)
+                if r:
+                    session.update_at(d, k, r)
+            held[name] = now
+    for session, _c in sessions.values():
+        session.close()
+    df.run()
+    return [cap.at(k).get(record, 0) for k, (record, _inputs) in enumerate(asked)]
+
+
+# The every-time test at more examples: maintained explanations only, checked by
+# one replay of them all (`_replay_each`), not a one-off copy and a replay each.
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), steps=dags(max_size=3, among=LOOPS),
+       kind=st.sampled_from(["int", "product"]))
+def test_loops_maintained_explanations_at_every_time_reproduce(data, steps, kind):
+    """Inside loops (`iterate`, `distinct_trace`, nested `iterate`): every record
+    the output holds at every time of the inputs' join closure is explained by the
+    maintained explanation with input records present then, with their
+    multiplicity, and the explanation alone gives the record's multiplicity."""
+    ups = _draw_updates(data, kind)
+    least = Product(0, 0) if kind == "product" else 0
+    df = ddflow.Dataflow(least)
+    a_in, a = df.new_collection("a")
+    b_in, b = df.new_collection("b")
+    cap = build_pipeline(steps, a, b).capture()
+    mx = df.explain(cap)
+    for q in PAIRS:
+        mx.questions.update_at(q, least, 1)
+    a_in.extend(ups["a"])
+    b_in.extend(ups["b"])
+    for s in (a_in, b_in, mx.questions):
+        s.close()
+    df.run()
+    asked, want = [], []
+    for t in join_closure({u[1] for u in ups["a"] + ups["b"]} or {least}):
+        for q, m in cap.at(t).items():
+            if m > 0:
+                got = mx.explanation(q, t)
+                for name, recs in got.inputs.items():
+                    present = accumulate(ups[name], t)
+                    assert all(present.get(d) == r for d, r in recs.items()), (name, recs)
+                asked.append((q, got.inputs))
+                want.append(m)
+    assert _replay_each(steps, asked) == want
+
+
 def shard_explanations(engine, loop=True):
     """On `engine` (None: the local one): a keyed `min` and (`loop`) a reachability
     loop over inputs changed at a second time; the one-off explanations of records
