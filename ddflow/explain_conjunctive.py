@@ -19,6 +19,19 @@ one binding, its atoms' records the tuple projected: a demanded `(z, c)` selects
 for each atom, the source records agreeing with `z` on the atom's variables at
 chains `<= c` (its three edges), and the plan's support is its net records.
 
+Where the head projects a variable away (`ends(x, z) :- g(x, y), g(y, z), g(x,
+z)`), a head tuple sums several bindings, which may cancel (a relation holding a
+negative record): a tuple of net multiplicity 0 can come out of part of them, so
+net records do not bound what a subset gives.  The plan's support is then the
+head tuples of every binding over its sources' supports (`flow.pairs[id(n)]`
+keeps each with its records and chain); a demanded `(z, c)` demands every
+record of every such binding of `z` at chains `<= c`, cancelling ones too; and
+the forward closure (what the explanation may hold) is the head tuples of the
+bindings of the sources' reached records.  The bindings are found by left-deep
+binary joins (as `ddflow.query`'s binary plan), not worst-case optimally: the
+explanation's joins over supports may hold more intermediate records than the
+forward plan does.
+
 Round chains (`chain_le`, `chain_max`) are shared with `ddflow.explain_flow`: a
 record of a loop is `(x, chain)`, `chain` the rounds of its update, outermost
 first.  This module reads the backward flow only through its public methods

@@ -645,7 +645,7 @@ def _replay_each(steps, asked):
 
 # The every-time test at more examples: maintained explanations only, checked by
 # one replay of them all (`_replay_each`), not a one-off copy and a replay each.
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), steps=dags(max_size=3, among=LOOPS),
        kind=st.sampled_from(["int", "product"]))
 def test_loops_maintained_explanations_at_every_time_reproduce(data, steps, kind):
