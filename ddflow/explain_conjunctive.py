@@ -30,7 +30,11 @@ the forward closure (what the explanation may hold) is the head tuples of the
 bindings of the sources' reached records.  The bindings are found by left-deep
 binary joins (as `ddflow.query`'s binary plan), not worst-case optimally: the
 explanation's joins over supports may hold more intermediate records than the
-forward plan does.
+forward plan does, and build every binding whether or not it is asked about (a
+review: `ends(x, z)` over a star of k edges into and k out of one node, the one-off
+explanation of a triangle beside it took 0.84 / 3.5 / 13 s CPU at k = 200 / 400 /
+800, the forward run 0.02 s; the half joins' rules before it, 1.68 GB at k = 800).
+Binding only demanded or reached tuples is the lever left.
 
 Round chains (`chain_le`, `chain_max`) are shared with `ddflow.explain_flow`: a
 record of a loop is `(x, chain)`, `chain` the rounds of its update, outermost

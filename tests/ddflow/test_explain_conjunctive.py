@@ -187,6 +187,38 @@ def test_a_projected_head_tuple_cancelled_between_bindings_is_explained_whole(st
         ex.check()
 
 
+@pytest.mark.parametrize("strategy", ["delta", "generic"])
+def test_a_tuple_cancelled_in_the_full_run_appears_on_a_partial_explanation_downstream(
+        strategy):
+    """The forward closure must read the bindings of reached records, cancelled head
+    tuples included: `ends(0, 5)` is net 0 in the full run (bindings y=0 at +1, y=2
+    at -1), but on an explanation holding only `g(0, 0)` and `g(0, 5)` it appears and
+    puts key 5 into `keys`, and the antijoin then drops `a(5, 'v')`.  A review
+    mutated the closure to the full run's net tuples: the explanation lost the
+    cancelling records and check() gave 2, not 3."""
+    df = ddflow.Dataflow()
+    g_in, g = df.new_collection("g")
+    a_in, a = df.new_collection("a")
+    ends = query("ends(x, z) :- g(x, y), g(y, z), g(x, z)", strategy=strategy, g=g)
+    keys = ends.map(lambda z: z[1]).distinct()
+    out = a.antijoin(keys).map(lambda kv: "Q").concat(
+        g.filter(lambda e: e == (0, 5)).map(lambda e: "Q"),
+        ends.filter(lambda z: z == (0, 0)).map(lambda z: "Q"))
+    cap = out.capture()
+    maintained = df.explain(cap)
+    g_in.extend([((0, 0), 0, 1), ((0, 5), 0, 1), ((0, 2), 0, 1), ((2, 5), 0, -1)])
+    a_in.insert((5, "v"))
+    maintained.questions.insert("Q")
+    for s in (g_in, a_in, maintained.questions):
+        s.advance_to(1)
+    df.run()
+    assert cap.at(0) == {"Q": 3}
+    want = {"g": {(0, 0): 1, (0, 5): 1, (0, 2): 1, (2, 5): -1}, "a": {(5, "v"): 1}}
+    for ex in (maintained.explanation("Q", 0), cap.explain("Q", 0)):
+        assert ex.inputs == want
+        ex.check()
+
+
 # -- heads projecting a variable away ----------------------------------------------------
 
 PROJECTED = (
