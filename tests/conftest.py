@@ -41,7 +41,7 @@ def both_layouts(request):
     columnar readers off (`reduce_chain.set_chain_columns(False)`: the chain kernel
     reads key by key, decoding batches; `join.set_join_columns(False)`: a join pairs
     each delta with the columnar batches and sums the pairs by a dict;
-    `wcoj.delta.set_half_join_columns(False)`: a half join reads its index key by
+    `wcoj.half_join.set_half_join_columns(False)`: a half join reads its index key by
     key); the reduce
     adds its pending times one by one in rows and grouped by time in the column
     layouts (`Reduce.bulk_pending_from`), so the law, batching and agreement tests
@@ -51,7 +51,7 @@ def both_layouts(request):
     from operators.join import set_join_columns
     from operators.reduce import Reduce
     from operators.reduce_chain import set_chain_columns
-    from operators.wcoj.delta import set_half_join_columns
+    from operators.wcoj.half_join import set_half_join_columns
     old = set_columnar_min(None if request.param == "rows" else 0)
     old_reads = set_chain_columns(request.param != "columns-keyreads")
     old_join = set_join_columns(request.param != "columns-keyreads")

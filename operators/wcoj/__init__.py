@@ -8,7 +8,9 @@ incremental:
 
 * `operators.wcoj.delta`: one update rule per atom, each a dataflow of half joins
   (`Count`, `Propose`, `Validate`) reading shared arrangements of the inputs at
-  `AltNeu` times: state linear in the inputs, any lattice of times.
+  `AltNeu` times: state linear in the inputs, any lattice of times.  What every
+  half join shares (waiting, compaction, the columnar bulk path) is
+  `operators.wcoj.half_join`.
 * `operators.wcoj.generic_join`: one operator, tick by tick (int times), the
   multi-way delta formula over each relation's `Δ` and accumulated state (`z1`).
 

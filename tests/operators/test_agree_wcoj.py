@@ -167,7 +167,7 @@ def test_agree_triangle_compacting_every_epoch(data, schedule):
     """Product times over more epochs, the half joins releasing their indices at
     every epoch (`Product(low - 1, 0)`): still the law at every time."""
     from unittest import mock
-    import operators.wcoj.delta as delta_module
+    import operators.wcoj.half_join as half_join_module
     g = data.draw(updates("product", data=_edges(4), max_value=5, max_size=24))
-    with mock.patch.object(delta_module, "RELEASE_EVERY", 1):
+    with mock.patch.object(half_join_module, "RELEASE_EVERY", 1):
         _check_shape(TRIANGLE, [g], ["g"], "product", schedule)

@@ -19,7 +19,7 @@ from ddflow.columnar import columnar
 from ddflow.testing import evaluate
 from lattice import Antichain, Product
 from operators.arrange import Arrange
-from operators.wcoj import delta
+from operators.wcoj import half_join
 from operators.wcoj.columns import Reads
 
 TRI = "tri(x, y, z) :- g(x, y), g(y, z), g(x, z)"
@@ -92,13 +92,13 @@ def test_reads_decline_what_is_not_plain():
 
 
 def _triangles(columns: bool, kind: str, edges: list) -> list:
-    old = delta.set_half_join_columns(columns)
+    old = half_join.set_half_join_columns(columns)
     try:
         with columnar(0):
             return evaluate(lambda g: ddflow.query(TRI, g=g, strategy="delta"), [edges],
                             schedule="once")
     finally:
-        delta.set_half_join_columns(old)
+        half_join.set_half_join_columns(old)
 
 
 def _time(kind: str):
@@ -148,11 +148,11 @@ def test_a_later_count_index_that_cancels_still_lets_its_atom_propose(columns):
     b = [((0, 0), 0, 1), ((0, 1), 0, 1)]
     c = [((0, 0), 0, -2), ((0, 1), 0, 2)]
     a = [((0,), 0, 1)]
-    old = delta.set_half_join_columns(columns)
+    old = half_join.set_half_join_columns(columns)
     try:
         with columnar(0):
             out = evaluate(lambda b, c, a: ddflow.query(rule, strategy="delta", a=a, b=b, c=c),
                            [b, c, a], schedule="once")
     finally:
-        delta.set_half_join_columns(old)
+        half_join.set_half_join_columns(old)
     assert sorted(out) == [((0, 0), 0, -2), ((0, 1), 0, 2)]
