@@ -280,9 +280,11 @@ def encode(updates: Sequence[tuple], sort: bool = True) -> Columns | None:
 
 
 @gc_paused
-def encode_records(updates: Sequence[tuple]) -> Columns | None:
+def encode_records(updates: Sequence[tuple], sort: bool = True) -> Columns | None:
     """Columns of unkeyed `(data, time, diff)` triples (the data as the key, the
-    value `()`), consolidated; None when they are not all plain."""
+    value `()`), consolidated; None when they are not all plain.  `sort=False`
+    keeps them as given, in their order and with their repeats (not a batch: what
+    `ddflow.kept_input` keeps to give a failed step's input back as it was)."""
     n = len(updates)
     if not n:
         return None
@@ -290,7 +292,7 @@ def encode_records(updates: Sequence[tuple]) -> Columns | None:
     if fields is None:
         return None
     data, times, diffs = fields
-    return _encode_parts(data, None, times, diffs, n, True)
+    return _encode_parts(data, None, times, diffs, n, sort)
 
 
 def _encode_parts(keys: Sequence[Any], vals: Sequence[Any] | None, times: Sequence[Any],

@@ -434,14 +434,20 @@ class InputOp(Operator):
         # Consolidate first: an update and its retraction in one step cancel.
         updates = self.consolidate(updates)
         self.emit(updates)
-        self.history.extend(updates)
-        if len(self.history) + self._column_records() > 2 * self._live:
-            self._compact()
+        if len(self.history) + len(updates) + self._column_records() > 2 * self._live:
+            # Straight into the compacted history, not appended first: the undo
+            # record of the step holds the list `history` was at its start, and the
+            # rows appended to it would live as long as the step (a load's every
+            # update: its tuples outlived their columns).
+            self._compact(updates)
+        else:
+            self.history.extend(updates)
 
     def _column_records(self) -> int:
         return 0 if self._columns is None else len(self._columns)
 
-    def _compact(self) -> None:
+    def _compact(self, new: list | None = None) -> None:
+        """Compact the history and `new` (updates arriving) together."""
         # Fresh objects, not edits in place: the undo journal keeps the old ones.
         # Compaction goes as far as the frontier before the last move (`_behind`),
         # and no further than the slowest input allows (`horizon`).
@@ -450,6 +456,8 @@ class InputOp(Operator):
             frontier = (horizon if horizon.is_empty() else frontier if frontier.is_empty()
                         else frontier.meet(horizon))
         rows, cols = self.history, self._columns
+        if new:
+            rows = rows + new if rows else new
         merged = None
         if wants_columns(len(rows) + self._column_records()):
             merged = _advanced_columns(rows, cols, frontier)

@@ -73,6 +73,10 @@ class LocalEngine:
                 i = self._index[id(session.node)]
                 worker.set_input_frontier(i, session.frontier())
                 worker.inject(i, updates)
+            # The caller keeps the step's input in a form of its own for a failure
+            # (`ddflow.kept_input`) and hands these rows over: held here for the whole
+            # step, a load's rows would outlive their trip into the operators.
+            taken = updates = None
             worker.drain()
         except BaseException:
             worker.rollback()
