@@ -340,8 +340,19 @@ def _run_starts(cols: list[np.ndarray], n: int) -> np.ndarray:
 
 
 def _take(c: Columns, idx: np.ndarray, diffs: np.ndarray) -> Columns:
-    return Columns(c.keys[idx], c.vals[idx], c.times[idx], diffs, c.kshape, c.vshape,
-                   c.product)
+    return Columns(c.keys[idx], c.vals[idx], _constant_or_taken(c.times, idx),
+                   _constant_or_taken(diffs, None), c.kshape, c.vshape, c.product)
+
+
+def _constant_or_taken(a: np.ndarray, idx: np.ndarray | None) -> np.ndarray:
+    """`a[idx]` (`a` if None), or, when every row of `a` is its first, that row
+    broadcast (a read-only view holding one row): a load's one time and diffs of 1
+    are 16-24 bytes an update of a trace held for as long as it lives (the columns
+    are never written in place)."""
+    n = len(a) if idx is None else len(idx)
+    if n > 1 and bool((a == a[0]).all()):
+        return np.broadcast_to(a[:1].copy(), (n, *a.shape[1:]))
+    return a if idx is None else a[idx]
 
 
 def consolidate(c: Columns) -> Columns:
@@ -532,6 +543,64 @@ def records(c: Columns) -> list[tuple]:
     return list(zip(decode_col(c.keys, c.kshape), decode_times(c), c.diffs.tolist()))
 
 
+# -- column batches between operators ---------------------------------------------
+#
+# A batch crossing an edge may be record columns (`encode_records`' layout: the
+# data in `keys`, no value columns) instead of a list of triples, between operators
+# that say they take them (`Operator.takes_columns`: an input, an enter, an
+# arrangement by key, a join); the engine decodes it for any other.  A load then
+# reaches its arrangement without a Python tuple per update.
+
+def record_time_counts(c: Columns) -> dict:
+    """How many rows of record columns sit at each time (their pointstamps)."""
+    if len(c) == 0:
+        return {}
+    if c.product:
+        uniq, inv = _distinct_rows(c.times)
+        counts = np.bincount(inv, minlength=len(uniq))
+        return dict(zip(times_list(uniq, True), counts.tolist()))
+    uniq, counts = np.unique(c.times[:, 0], return_counts=True)
+    return dict(zip(uniq.tolist(), counts.tolist()))
+
+
+def record_times(c: Columns) -> list:
+    """The distinct times of record columns."""
+    return list(record_time_counts(c))
+
+
+def as_pairs(c: Columns) -> Columns | None:
+    """Record columns whose data are `(key, value)` pairs of ints, keyed: the first
+    column the key, the second the value (sorted record columns stay sorted); None
+    for any other data."""
+    if c.kshape != 2 or c.vshape != 0:
+        return None
+    return Columns(c.keys[:, :1], c.keys[:, 1:], c.times, c.diffs, -1, -1, c.product)
+
+
+def field(c: Columns, i: int) -> Columns | None:
+    """Record columns of tuples of ints, each record replaced by its field `i` (an
+    int): `map(lambda d: d[i])` without a tuple per update (neither sorted nor
+    consolidated); None for any other data."""
+    if c.vshape != 0 or c.kshape < 0 or not 0 <= i < c.kshape:
+        return None
+    return Columns(c.keys[:, i:i + 1], c.vals, c.times, c.diffs, -1, 0, c.product)
+
+
+def concat(parts: Sequence[Columns]) -> Columns | None:
+    """The rows of `parts` (one layout) one after the other, neither sorted nor
+    consolidated (a join's delta, looked up row by row); None if layouts differ."""
+    if len({p.layout() for p in parts}) != 1:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    return Columns(np.concatenate([p.keys for p in parts]),
+                   np.concatenate([p.vals for p in parts]),
+                   np.concatenate([p.times for p in parts]),
+                   np.concatenate([p.diffs for p in parts]),
+                   first.kshape, first.vshape, first.product)
+
+
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -582,4 +651,5 @@ __all__ = ["Columns", "encode", "encode_records", "records", "entered",
            "abs_max", "gc_paused", "DIFF_LIMIT", "key_entries", "consolidate_records", "columnar",
            "columnar_min", "set_columnar_min", "wants_columns", "wants_column_build",
            "wants_column_batch", "BATCH_DIVISOR", "wants_column_join",
-           "COLUMNAR_MIN", "BUILD_FACTOR"]
+           "COLUMNAR_MIN", "BUILD_FACTOR", "record_time_counts", "record_times", "as_pairs",
+           "concat", "field"]

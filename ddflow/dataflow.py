@@ -246,7 +246,8 @@ class Dataflow(Graph):
         kept = [(s, kept_input.keep(s.take_pending())) for s in self.sessions]
         try:
             with _gc_paused():
-                self.engine.run(self, kept_input.given(kept))
+                self.engine.run(self, kept_input.given(
+                    kept, getattr(self.engine, "takes_columns", False)))
         except BaseException as exc:
             taken = kept_input.given(kept)
             for session, updates in taken:

@@ -76,6 +76,12 @@ class KeptUpdates:
         return Columns(wide(c.keys), wide(c.vals), wide(c.times), wide(c.diffs),
                        c.kshape, c.vshape, c.product)
 
+    def columns(self) -> Columns:
+        """The updates as record columns (`columnar.encode_records(sort=False)`'s
+        layout, int64), in the order given: what an engine that takes columns is
+        handed."""
+        return self._columns()
+
     def rows(self) -> list[tuple]:
         """The updates as `(data, time, diff)` triples, in the order given."""
         return columnar.records(self._columns())
@@ -116,11 +122,14 @@ def in_advance(kept: list | KeptUpdates, frontier: Antichain) -> list:
     return kept if type(kept) is list else kept.in_advance(frontier)
 
 
-def given(kept: list) -> list:
+def given(kept: list, columns: bool = False) -> list:
     """`(session, updates)` pairs of rows from `(session, kept)` pairs: a new list the
     caller does not hold, so that the engine that takes it holds the decoded rows
-    alone and can let them go once injected."""
-    return [(s, rows(k)) for s, k in kept]
+    alone and can let them go once injected.  `columns`: for an engine that takes
+    record columns (`takes_columns`), kept columns are handed over as such, never
+    decoded."""
+    return [(s, k.columns() if columns and type(k) is KeptUpdates else rows(k))
+            for s, k in kept]
 
 
 def _narrow(a: np.ndarray) -> np.ndarray:

@@ -27,6 +27,11 @@ from operators.capture import Cursor, read_since
 class LocalEngine:
     """Run a dataflow in this process, as `workers` simulated workers."""
 
+    #: Whether a step's input kept as columns (`ddflow.kept_input`) is handed over
+    #: as record columns, which the operators that take them pass on without a
+    #: tuple per update (`Operator.takes_columns`); False: decoded rows (the switch).
+    takes_columns = True
+
     def __init__(self, workers: int = 1) -> None:
         self.workers = positive_int(workers, "workers")
         self._worker: Worker | None = None
