@@ -25,7 +25,7 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any, Iterable, Sequence
 
-from lattice import Antichain, Product, advance_by
+from lattice import Antichain, advance_by
 from lattice.antichain import in_advance
 from operators.base import Operator, Update
 from ddflow.updates import by_time as group_by_time, consolidate_unsorted, entered

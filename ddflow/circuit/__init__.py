@@ -9,7 +9,8 @@ circuit builds a `ddflow.Dataflow` (`Circuit.dataflow`), every stream is an engi
 `advance_to(t + 1)` on every input followed by `run()`, on any engine
 (`Circuit(engine=...)`).  Modules, each importing only those before it: `base` (shared
 names), `sinks` (what the driver reads from captures, by time: sinks, inspect, the
-iteration clocks), `core` (circuits, the six node types, the clock driver, root z^-1),
+iteration clocks), `streams` (the six node types and the stream kinds), `core` (circuits,
+the clock driver, root z^-1),
 `catalogue` (the notes' operators, section 2.9, with integrate and differentiate; it
 attaches the `Stream` shorthands), `draw` (graphviz text and matplotlib pictures; it
 attaches `Circuit.to_dot` / `Circuit.draw`).
