@@ -459,12 +459,12 @@ def times_list(times: np.ndarray, product: bool) -> list:
     if len(times) < 16:
         return [Product(o, i) for o, i in times.tolist()]
     # Few distinct times: build each `Product` once, indexed by a one-column code.
-    uniq, inv = _distinct_rows(times)
+    uniq, inv = distinct_rows(times)
     objs = [Product(o, i) for o, i in uniq.tolist()]
     return list(map(objs.__getitem__, inv.tolist()))
 
 
-def _distinct_rows(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def distinct_rows(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct rows of an n x 2 time array and each row's index among them.
     Profiled (reachability load, 200k nodes): `np.unique(axis=0)` spent 4 s of 48
     sorting rows as records; a composite int code over the (small) ranges of the two
@@ -543,64 +543,6 @@ def records(c: Columns) -> list[tuple]:
     return list(zip(decode_col(c.keys, c.kshape), decode_times(c), c.diffs.tolist()))
 
 
-# -- column batches between operators ---------------------------------------------
-#
-# A batch crossing an edge may be record columns (`encode_records`' layout: the
-# data in `keys`, no value columns) instead of a list of triples, between operators
-# that say they take them (`Operator.takes_columns`: an input, an enter, an
-# arrangement by key, a join); the engine decodes it for any other.  A load then
-# reaches its arrangement without a Python tuple per update.
-
-def record_time_counts(c: Columns) -> dict:
-    """How many rows of record columns sit at each time (their pointstamps)."""
-    if len(c) == 0:
-        return {}
-    if c.product:
-        uniq, inv = _distinct_rows(c.times)
-        counts = np.bincount(inv, minlength=len(uniq))
-        return dict(zip(times_list(uniq, True), counts.tolist()))
-    uniq, counts = np.unique(c.times[:, 0], return_counts=True)
-    return dict(zip(uniq.tolist(), counts.tolist()))
-
-
-def record_times(c: Columns) -> list:
-    """The distinct times of record columns."""
-    return list(record_time_counts(c))
-
-
-def as_pairs(c: Columns) -> Columns | None:
-    """Record columns whose data are `(key, value)` pairs of ints, keyed: the first
-    column the key, the second the value (sorted record columns stay sorted); None
-    for any other data."""
-    if c.kshape != 2 or c.vshape != 0:
-        return None
-    return Columns(c.keys[:, :1], c.keys[:, 1:], c.times, c.diffs, -1, -1, c.product)
-
-
-def field(c: Columns, i: int) -> Columns | None:
-    """Record columns of tuples of ints, each record replaced by its field `i` (an
-    int): `map(lambda d: d[i])` without a tuple per update (neither sorted nor
-    consolidated); None for any other data."""
-    if c.vshape != 0 or c.kshape < 0 or not 0 <= i < c.kshape:
-        return None
-    return Columns(c.keys[:, i:i + 1], c.vals, c.times, c.diffs, -1, 0, c.product)
-
-
-def concat(parts: Sequence[Columns]) -> Columns | None:
-    """The rows of `parts` (one layout) one after the other, neither sorted nor
-    consolidated (a join's delta, looked up row by row); None if layouts differ."""
-    if len({p.layout() for p in parts}) != 1:
-        return None
-    if len(parts) == 1:
-        return parts[0]
-    first = parts[0]
-    return Columns(np.concatenate([p.keys for p in parts]),
-                   np.concatenate([p.vals for p in parts]),
-                   np.concatenate([p.times for p in parts]),
-                   np.concatenate([p.diffs for p in parts]),
-                   first.kshape, first.vshape, first.product)
-
-
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -651,5 +593,4 @@ __all__ = ["Columns", "encode", "encode_records", "records", "entered",
            "abs_max", "gc_paused", "DIFF_LIMIT", "key_entries", "consolidate_records", "columnar",
            "columnar_min", "set_columnar_min", "wants_columns", "wants_column_build",
            "wants_column_batch", "BATCH_DIVISOR", "wants_column_join",
-           "COLUMNAR_MIN", "BUILD_FACTOR", "record_time_counts", "record_times", "as_pairs",
-           "concat", "field"]
+           "COLUMNAR_MIN", "BUILD_FACTOR", "distinct_rows"]

@@ -35,8 +35,6 @@ triples: the same values in the same order (equal, not the same objects).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from lattice import Antichain

@@ -40,7 +40,8 @@ from typing import Any, Sequence
 
 from lattice import Antichain, Product, less_equal, sort_key
 from lattice.antichain import in_advance
-from ddflow.columnar import Columns, record_time_counts
+from ddflow.column_batch import record_time_counts
+from ddflow.columnar import Columns
 from ddflow.errors import ProgressError
 from ddflow.summaries import IDENTITY, Summary, path_summaries, port_numbers
 

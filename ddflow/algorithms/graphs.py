@@ -96,7 +96,7 @@ def _dst(kv: tuple) -> Any:
 
 
 def _dst_columns(c: Any) -> Any:
-    from ddflow.columnar import field
+    from ddflow.column_batch import field
     return field(c, 1)
 
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ddflow
-from ddflow import UserFunctionError, columnar, kept_input
+from ddflow import UserFunctionError, column_batch, columnar, kept_input
 from ddflow.kept_input import KeptUpdates
 from lattice import Antichain, Product
 
@@ -245,10 +245,10 @@ def test_column_helpers_agree_with_their_rows():
     from ddflow import column_join
     ups = [((i % 7, i % 5), Product(i % 2, 0), 1 + i % 3) for i in range(40)]
     c = columnar.encode_records(ups, sort=False)
-    assert columnar.records(columnar.field(c, 1)) == [(d[1], t, r) for d, t, r in ups]
-    assert columnar.field(c, 2) is None
-    assert columnar.record_time_counts(c) == Counter(t for _d, t, _r in ups)
-    keyed = columnar.as_pairs(c)
+    assert columnar.records(column_batch.field(c, 1)) == [(d[1], t, r) for d, t, r in ups]
+    assert column_batch.field(c, 2) is None
+    assert column_batch.record_time_counts(c) == Counter(t for _d, t, _r in ups)
+    keyed = column_batch.as_pairs(c)
     assert columnar.updates(keyed) == ups
     right = columnar.encode([((k, ()), Product(0, 1), 1) for k in (1, 3)])
     made, _n = column_join.join_columns(keyed, right, False, 1, "semijoin")
