@@ -30,7 +30,7 @@ from lattice.antichain import in_advance
 from operators.base import Operator, Update
 from ddflow.updates import by_time as group_by_time, consolidate_unsorted, entered
 from operators.undo import UndoDict
-from ddflow import columnar
+from ddflow import column_batch, columnar
 from ddflow.columnar import Columns
 from ddflow.errors import DataError
 from ddflow.key_history import KeyHistory
@@ -70,8 +70,8 @@ class Arrange(Operator):
     # -- input ---------------------------------------------------------------
     def on_input(self, port: int, updates: list[Update]) -> None:
         if type(updates) is Columns:
-            times = columnar.record_times(updates)
-            if len(times) == 1 and (self.by_self or columnar.as_pairs(updates) is not None):
+            times = column_batch.record_times(updates)
+            if len(times) == 1 and (self.by_self or column_batch.as_pairs(updates) is not None):
                 self.records_in += len(updates)
                 bucket = self._col_buffer.touch(times[0])
                 if bucket is None:
@@ -128,8 +128,8 @@ class Arrange(Operator):
             records = columnar.consolidate(records)
         lower = self._upper if self._upper is not None else Antichain()
         if lower.is_empty():
-            lower = Antichain(columnar.record_times(records) + list(frontier.elements))
-        batch = Batch.from_columns(records if self.by_self else columnar.as_pairs(records),
+            lower = Antichain(column_batch.record_times(records) + list(frontier.elements))
+        batch = Batch.from_columns(records if self.by_self else column_batch.as_pairs(records),
                                    lower, frontier)
         if batch is None:
             return False

@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable, Sequence
 from lattice import Antichain, join
 from operators.arrange import Arrange
 from operators.base import Operator, Update
-from ddflow import column_join, columnar
+from ddflow import column_batch, column_join, columnar
 from ddflow.columnar import Columns, wants_column_join
 
 _KINDS = ("join", "map", "core", "semijoin")
@@ -113,7 +113,7 @@ class JoinCore(Operator):
         return Antichain(chain((u[1] for q in (self._pending_left, self._pending_right)
                                 for u in q),
                                (t for c in chain(self._cols_left, self._cols_right)
-                                for t in columnar.record_times(c)))).elements
+                                for t in column_batch.record_times(c)))).elements
 
     def wants_frontier(self) -> bool:
         # Idle, a move of the frontier would only advance compaction, which may lag
@@ -273,11 +273,11 @@ def _delta(rows: list, cols: Sequence, sort: bool) -> Columns | None:
     """One side's delta as keyed columns: its rows encoded, its record columns of
     pairs keyed (`columnar.as_pairs`); sorted by key when `sort`.  None when nothing
     is there, or something is not plain or not of one layout."""
-    parts = [columnar.as_pairs(c) for c in cols]
+    parts = [column_batch.as_pairs(c) for c in cols]
     if rows:
         parts.append(columnar.encode(rows, sort=False))
     if not parts or any(p is None for p in parts):
         return None
     if sort:
         return columnar.merge(parts, None)
-    return columnar.concat(parts)
+    return column_batch.concat(parts)
