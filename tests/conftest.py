@@ -40,7 +40,9 @@ def both_layouts(request):
     the data is plain (`ddflow.columnar`, threshold 0); and in columns with the
     columnar readers off (`reduce_chain.set_chain_columns(False)`: the chain kernel
     reads key by key, decoding batches; `join.set_join_columns(False)`: a join pairs
-    each delta with the columnar batches and sums the pairs by a dict); the reduce
+    each delta with the columnar batches and sums the pairs by a dict;
+    `wcoj.delta.set_half_join_columns(False)`: a half join reads its index key by
+    key); the reduce
     adds its pending times one by one in rows and grouped by time in the column
     layouts (`Reduce.bulk_pending_from`), so the law, batching and agreement tests
     check every path.  Module-scoped, so hypothesis tests see no function-scoped
@@ -49,15 +51,18 @@ def both_layouts(request):
     from operators.join import set_join_columns
     from operators.reduce import Reduce
     from operators.reduce_chain import set_chain_columns
+    from operators.wcoj.delta import set_half_join_columns
     old = set_columnar_min(None if request.param == "rows" else 0)
     old_reads = set_chain_columns(request.param != "columns-keyreads")
     old_join = set_join_columns(request.param != "columns-keyreads")
+    old_half = set_half_join_columns(request.param != "columns-keyreads")
     old_bulk = Reduce.bulk_pending_from
     Reduce.bulk_pending_from = 10**9 if request.param == "rows" else 0
     yield request.param
     set_columnar_min(old)
     set_chain_columns(old_reads)
     set_join_columns(old_join)
+    set_half_join_columns(old_half)
     Reduce.bulk_pending_from = old_bulk
 
 

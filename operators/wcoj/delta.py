@@ -77,7 +77,10 @@ from lattice import Antichain, Product, join, minimum, sort_key
 from operators.arrange import Arrange
 from operators.base import Operator, Update
 from operators.undo import UndoDict
+from ddflow.columnar import wants_column_join
 from ddflow.updates import by_time, consolidate_unsorted
+
+from operators.wcoj.columns import Reads
 
 from operators.wcoj.plan import (KeyFn, Participant, RulePlan, Step, delta_plan,  # noqa: F401
                                  key_getter, tuple_getter)
@@ -85,6 +88,27 @@ from operators.wcoj.plan import (KeyFn, Participant, RulePlan, Step, delta_plan,
 #: Int times: a half join lets its index compact once its least pending time has
 #: moved this far since the last release.
 RELEASE_EVERY = 8
+
+#: Whether the half joins take a large batch of prefixes by the bulk path (`_bulk`):
+#: at int times read from the index's columns at once
+#: (`operators.wcoj.columns.Reads`), not key by key (`set_half_join_columns`).
+_half_join_columns = True
+
+
+def set_half_join_columns(on: bool) -> bool:
+    """Turn the half joins' bulk path (`_bulk`) on or off; returns the previous
+    setting.  Both give the same accumulations: the tests run each."""
+    global _half_join_columns
+    old, _half_join_columns = _half_join_columns, on
+    return old
+
+
+def _bulk(n: int) -> bool:
+    """Whether `n` prefixes at one time go by the bulk path: read from the index's
+    columns, and first the index's batch descriptions asked whether anything can
+    count at all (`HalfJoin._nothing_counts`); a few (a churn epoch's) go key by
+    key, as before the bulk path."""
+    return _half_join_columns and wants_column_join(n)
 
 
 # -- operators --------------------------------------------------------------------
@@ -146,7 +170,12 @@ class HalfJoin(Operator):
                 neu = self.neu
                 ready = [t for t in buf if f is None or (t < f if neu else t <= f)]
                 for t in ready:
-                    self._total(buf.pop(t), t, t if neu else t - 1, out)
+                    bound = t if neu else t - 1
+                    recs = buf.pop(t)
+                    if _bulk(len(recs)) and self._nothing_counts(lambda s: s <= bound):
+                        self._unread(recs, t, out)
+                    else:
+                        self._total(recs, t, bound, out)
             else:
                 keys = [(sort_key(f), True) for f in index_frontier.elements]
                 memo: dict = {}
@@ -155,7 +184,11 @@ class HalfJoin(Operator):
                     kt = (sort_key(t), self.neu)
                     if all(k > kt for k in keys):
                         ready.append(t)
-                        self._partial(buf.pop(t), t, kt, memo, out)
+                        recs = buf.pop(t)
+                        if _bulk(len(recs)) and self._nothing_counts(_before(memo, kt)):
+                            self._unread(recs, t, out)
+                        else:
+                            self._partial(recs, t, kt, memo, out)
             if ready:
                 self._caps = None
             if out:
@@ -211,6 +244,35 @@ class HalfJoin(Operator):
         self._low = low
         self.index.advance_reader(self._rid, Antichain((low - 1,)))
 
+    def _nothing_counts(self, counts: Callable[[Any], bool]) -> bool:
+        """Whether no entry of the index can count at this read (`counts(s)` says
+        whether an entry at `s` does): every time of a batch is in advance of the
+        batch's `lower`, and `sort_key` is monotone along the order, so when no
+        element of any batch's `lower` counts, no entry does.  On an initial load,
+        where every entry is at the load's time, that is every atom read strictly
+        before it (`alt`): its proposals and validations are empty without a read.
+        O(#batches)."""
+        batches = getattr(self.index.trace, "batches", None)
+        if batches is None:
+            return False
+        return not any(counts(low) for b in batches for low in b.lower.elements)
+
+    def _unread(self, recs: list[Update], t: Any, out: list) -> None:
+        """What the prefixes become when nothing of the index counts at `t`
+        (`_nothing_counts`), without reading it."""
+        raise NotImplementedError
+
+    def _column_reads(self, prefixes: list) -> Reads | None:
+        """The index's entries for the prefixes' keys (`self.key`) read from its
+        columns, when the prefixes are many enough for the vectorized reads and
+        everything is plain; None: read key by key."""
+        if not _bulk(len(prefixes)):
+            return None
+        reads = Reads.of(self.index.trace, list(map(self.key, prefixes)))
+        if reads is not None:
+            self.work += reads.work()
+        return reads
+
     def _total(self, recs: list[Update], t: int, bound: int, out: list) -> None:
         raise NotImplementedError
 
@@ -261,6 +323,26 @@ class Count(HalfJoin):
         self.key, self.atom, self.first = key, atom, first
 
     def _total(self, recs: list[Update], t: Any, bound: Any, out: list) -> None:
+        first, j = self.first, self.atom
+        reads = None
+        if _bulk(len(recs)):
+            ps = [rec if first else rec[0] for rec, _t, _r in recs]
+            reads = self._column_reads(ps)
+        if reads is None:
+            self._rows(recs, t, out)
+            return
+        counts = reads.count()
+        if first:
+            out.extend([((rec, c, j), t, r) for (rec, _t, r), c in zip(recs, counts)])
+        else:
+            out.extend([(((p, c, j) if c < rec[1] else rec), t, r)
+                        for (rec, _t, r), p, c in zip(recs, ps, counts)])
+        self.counted += len(recs)
+
+    def _partial(self, recs: list[Update], t: Any, kt: tuple, memo: dict, out: list) -> None:
+        self._rows(recs, t, out)
+
+    def _rows(self, recs: list[Update], t: Any, out: list) -> None:
         get, key, j, first, ap = self.index.trace.get, self.key, self.atom, self.first, out.append
         total = self.total
         work = 0
@@ -281,8 +363,19 @@ class Count(HalfJoin):
         self.work += work
         self.counted += len(recs)
 
-    def _partial(self, recs: list[Update], t: Any, kt: tuple, memo: dict, out: list) -> None:
-        self._total(recs, t, None, out)
+    def _unread(self, recs: list[Update], t: Any, out: list) -> None:
+        # The atom's proposals are empty at `t`: count 0, so it proposes them (its
+        # `Propose`, reading its own index, ends them).  Not dropped here: tuples of
+        # one key can cancel in a count index (`(0, 0)` at -2 and `(0, 1)` at +2
+        # leave key 0 no entry, and the propose index two), and the count only
+        # chooses the proposer, where any choice is exact.
+        j = self.atom
+        if self.first:
+            out.extend([((rec, 0, j), t, r) for rec, _t, r in recs])
+        else:
+            out.extend([(((rec[0], 0, j) if rec[1] > 0 else rec), t, r)
+                        for rec, _t, r in recs])
+        self.counted += len(recs)
 
 
 class Propose(HalfJoin):
@@ -301,19 +394,54 @@ class Propose(HalfJoin):
         super().__init__(index, neu, total, name, finish)
         self.key, self.atom, self.multi = key, atom, multi
 
+    def _mine(self, recs: list[Update], out: list) -> list[Update]:
+        """The records this atom extends; the others pass to `out` unchanged."""
+        j = self.atom
+        if j is None:
+            return recs
+        # Two comprehensions: half the time of one loop appending to either list.
+        out.extend([u for u in recs if len(u[0]) == 2 or u[0][2] != j])
+        return [u for u in recs if len(u[0]) == 3 and u[0][2] == j]
+
+    def _unread(self, recs: list[Update], t: Any, out: list) -> None:
+        self._mine(recs, out)
+
     def _total(self, recs: list[Update], t: int, bound: int, out: list) -> None:
+        j, multi = self.atom, self.multi
+        recs = self._mine(recs, out)
+        if not recs:
+            return
+        vals = [rec for rec, _t, _r in recs] if j is None else [rec[0] for rec, _t, _r in recs]
+        reads = self._column_reads(vals)
+        if reads is None:
+            made = self._rows(recs, vals, t, bound)
+        else:
+            idx, exts, diffs, distinct = reads.entries(bound)
+            rs = [r for _rec, _t, r in recs]
+            if not multi:
+                exts = [(v,) for v in exts]
+            if j is None:
+                made = [(vals[i] + v, t, rs[i] * r2) for i, v, r2 in zip(idx, exts, diffs)]
+            else:
+                made = [((vals[i] + v, j), t, rs[i] * r2) for i, v, r2 in zip(idx, exts, diffs)]
+            if distinct and len(set(vals)) == len(vals):
+                # Distinct prefixes, each extended by distinct values: nothing to
+                # combine (and no zero diff: both factors are nonzero).
+                if made:
+                    self.proposed += len(made)
+                    out.extend(made)
+                return
+        if made:
+            made = consolidate_unsorted(made)
+            self.proposed += len(made)
+            out.extend(made)
+
+    def _rows(self, recs: list[Update], vals_of: list, t: int, bound: int) -> list:
         get, key, j, multi = self.index.trace.get, self.key, self.atom, self.multi
         made: list = []
         ap = made.append
         work = 0
-        for rec, _t, r in recs:
-            if j is not None:
-                if len(rec) == 2 or rec[2] != j:
-                    out.append((rec, t, r))
-                    continue
-                vals = rec[0]
-            else:
-                vals = rec
+        for (_rec, _t, r), vals in zip(recs, vals_of):
             entries = get(key(vals))
             work += len(entries)
             for v, s, r2 in entries:
@@ -321,10 +449,7 @@ class Propose(HalfJoin):
                     nv = vals + v if multi else vals + (v,)
                     ap(((nv if j is None else (nv, j)), t, r * r2))
         self.work += work
-        if made:
-            made = consolidate_unsorted(made)
-            self.proposed += len(made)
-            out.extend(made)
+        return made
 
     def _partial(self, recs: list[Update], t: Any, kt: tuple, memo: dict, out: list) -> None:
         get, key, j, multi = self.index.trace.get, self.key, self.atom, self.multi
@@ -332,14 +457,8 @@ class Propose(HalfJoin):
         made: list = []
         ap = made.append
         work = 0
-        for rec, _t, r in recs:
-            if j is not None:
-                if len(rec) == 2 or rec[2] != j:
-                    out.append((rec, t, r))
-                    continue
-                vals, lub = rec[0]
-            else:
-                vals, lub = rec
+        for rec, _t, r in self._mine(recs, out):
+            vals, lub = rec if j is None else rec[0]
             entries = get(key(vals))
             work += len(entries)
             for v, s, r2 in entries:
@@ -382,17 +501,44 @@ class Validate(HalfJoin):
         super().__init__(index, neu, total, name, finish)
         self.key, self.atom, self.last = key, atom, last
 
+    def _unread(self, recs: list[Update], t: Any, out: list) -> None:
+        j, last = self.atom, self.last
+        if j is not None:
+            out.extend([((rec[0] if last else rec), t, r) for rec, _t, r in recs
+                        if rec[1] == j])
+
     def _total(self, recs: list[Update], t: int, bound: int, out: list) -> None:
-        get, key, j, last, ap = self.index.trace.get, self.key, self.atom, self.last, out.append
+        j, last = self.atom, self.last
+        if j is None:
+            todo = recs
+            vals = [rec for rec, _t, _r in recs]
+        else:
+            todo, vals = [], []
+            for u in recs:
+                rec = u[0]
+                if rec[1] == j:
+                    out.append(((rec[0] if last else rec), t, u[2]))
+                else:
+                    todo.append(u)
+                    vals.append(rec[0])
+            if not todo:
+                return
+        reads = self._column_reads(vals)
+        if reads is None:
+            self._rows(todo, vals, t, bound, out)
+            return
+        n = len(out)
+        keep_tag = not last and j is not None
+        out.extend([((rec if keep_tag else v), t, r * w)
+                    for (rec, _t, r), v, w in zip(todo, vals, reads.weights(bound)) if w])
+        self.validated += len(out) - n
+
+    def _rows(self, recs: list[Update], vals_of: list, t: int, bound: int,
+              out: list) -> None:
+        get, key, ap = self.index.trace.get, self.key, out.append
+        keep_tag = not self.last and self.atom is not None
         work = kept = 0
-        for rec, _t, r in recs:
-            if j is None:
-                vals = rec
-            else:
-                vals, by = rec
-                if by == j:
-                    ap(((vals if last else rec), t, r))
-                    continue
+        for (rec, _t, r), vals in zip(recs, vals_of):
             entries = get(key(vals))
             if not entries:
                 continue
@@ -403,7 +549,7 @@ class Validate(HalfJoin):
                     w += r2
             if w:
                 kept += 1
-                ap(((vals if last or j is None else rec), t, r * w))
+                ap(((rec if keep_tag else vals), t, r * w))
         self.work += work
         self.validated += kept
 

@@ -193,3 +193,12 @@ def test_a_dataflow_grows_on_spark(spark):
         want = _fresh([a, b], source, piece, None)
         for t in (since, Product(1, 1), Product(2, 2)):
             assert accumulate(got, t) == accumulate(want, t), (source, piece, t)
+
+
+def test_spark_one_off_explanations_equal_the_local_ones(spark):
+    """`Capture.explain` on Spark reads the inputs' histories from the executors
+    (`InputSession.contents` through the engine's `fetch`) and explains as the local
+    engine does, one-off and maintained alike."""
+    from tests.ddflow.test_explain_flow import shard_explanations
+    got = shard_explanations(SparkEngine(spark, shards=2), loop=False)
+    assert got == shard_explanations(None, loop=False) and got
