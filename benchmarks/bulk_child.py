@@ -37,7 +37,18 @@ from typing import Any
 
 
 def _rss_mb() -> float:
-    """The peak RSS so far."""
+    """The peak RSS so far, of this program: the high-water mark of its memory
+    (`VmHWM`, Linux), which `exec` resets.  `ru_maxrss` is not: Linux carries the
+    parent's peak over into the child, so a child of a parent that grew past it
+    (`bench_bulk --large` makes the 1M join+count inputs) read the parent's RSS as
+    its own baseline and peak (a state of 0 MB was printed)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

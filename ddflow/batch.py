@@ -185,6 +185,18 @@ class Batch:
         return cls.from_updates([((d, ()), t, r) for d, t, r in records], lower, upper)
 
     @classmethod
+    def from_columns(cls, cols: Columns | None, lower: Antichain,
+                     upper: Antichain) -> Batch | None:
+        """The batch of consolidated keyed columns (`ddflow.columnar`), or None when
+        they are none or a time lies outside `[lower, upper)` (`from_updates` of
+        their rows then names it)."""
+        require_antichain("lower", lower)
+        require_antichain("upper", upper)
+        if cols is None or not lower.dominates(upper):
+            return None
+        return _from_columns([], lower, upper, None, cols)
+
+    @classmethod
     def empty(cls, lower: Antichain, upper: Antichain,
               since: Antichain | None = None) -> Batch:
         """A batch with no updates (it only moves a trace's upper frontier)."""

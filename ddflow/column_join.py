@@ -93,6 +93,20 @@ def join_records(parts: Sequence[Columns], lshape: int, rshape: int,
     return list(zip(zip(keys, zip(a, b)), t, r))
 
 
+@gc_paused
+def semijoin_columns(parts: Sequence[Columns], lshape: int) -> Columns | None:
+    """`join_records` of a `semijoin` as record columns of `(k, a)` pairs of ints
+    (`ddflow.columnar`'s layout between operators), when keys and values are ints;
+    None otherwise (or when a sum could leave int64)."""
+    if lshape != -1 or any(p.kshape != -1 for p in parts):
+        return None
+    c = merge(parts, None)
+    if c is None:
+        return None
+    return Columns(np.concatenate([c.keys, c.vals[:, :1]], axis=1),
+                   np.empty((len(c), 0), dtype=np.int64), c.times, c.diffs, 2, 0, c.product)
+
+
 def join_pairs(left: Columns, right: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                        np.ndarray]:
     """Every pair of a left row and a right row with equal keys: `(li, ri, times,

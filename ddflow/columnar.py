@@ -280,9 +280,11 @@ def encode(updates: Sequence[tuple], sort: bool = True) -> Columns | None:
 
 
 @gc_paused
-def encode_records(updates: Sequence[tuple]) -> Columns | None:
+def encode_records(updates: Sequence[tuple], sort: bool = True) -> Columns | None:
     """Columns of unkeyed `(data, time, diff)` triples (the data as the key, the
-    value `()`), consolidated; None when they are not all plain."""
+    value `()`), consolidated; None when they are not all plain.  `sort=False`
+    keeps them as given, in their order and with their repeats (not a batch: what
+    `ddflow.kept_input` keeps to give a failed step's input back as it was)."""
     n = len(updates)
     if not n:
         return None
@@ -290,7 +292,7 @@ def encode_records(updates: Sequence[tuple]) -> Columns | None:
     if fields is None:
         return None
     data, times, diffs = fields
-    return _encode_parts(data, None, times, diffs, n, True)
+    return _encode_parts(data, None, times, diffs, n, sort)
 
 
 def _encode_parts(keys: Sequence[Any], vals: Sequence[Any] | None, times: Sequence[Any],
@@ -338,8 +340,19 @@ def _run_starts(cols: list[np.ndarray], n: int) -> np.ndarray:
 
 
 def _take(c: Columns, idx: np.ndarray, diffs: np.ndarray) -> Columns:
-    return Columns(c.keys[idx], c.vals[idx], c.times[idx], diffs, c.kshape, c.vshape,
-                   c.product)
+    return Columns(c.keys[idx], c.vals[idx], _constant_or_taken(c.times, idx),
+                   _constant_or_taken(diffs, None), c.kshape, c.vshape, c.product)
+
+
+def _constant_or_taken(a: np.ndarray, idx: np.ndarray | None) -> np.ndarray:
+    """`a[idx]` (`a` if None), or, when every row of `a` is its first, that row
+    broadcast (a read-only view holding one row): a load's one time and diffs of 1
+    are 16-24 bytes an update of a trace held for as long as it lives (the columns
+    are never written in place)."""
+    n = len(a) if idx is None else len(idx)
+    if n > 1 and bool((a == a[0]).all()):
+        return np.broadcast_to(a[:1].copy(), (n, *a.shape[1:]))
+    return a if idx is None else a[idx]
 
 
 def consolidate(c: Columns) -> Columns:
@@ -446,12 +459,12 @@ def times_list(times: np.ndarray, product: bool) -> list:
     if len(times) < 16:
         return [Product(o, i) for o, i in times.tolist()]
     # Few distinct times: build each `Product` once, indexed by a one-column code.
-    uniq, inv = _distinct_rows(times)
+    uniq, inv = distinct_rows(times)
     objs = [Product(o, i) for o, i in uniq.tolist()]
     return list(map(objs.__getitem__, inv.tolist()))
 
 
-def _distinct_rows(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def distinct_rows(times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct rows of an n x 2 time array and each row's index among them.
     Profiled (reachability load, 200k nodes): `np.unique(axis=0)` spent 4 s of 48
     sorting rows as records; a composite int code over the (small) ranges of the two
@@ -580,4 +593,4 @@ __all__ = ["Columns", "encode", "encode_records", "records", "entered",
            "abs_max", "gc_paused", "DIFF_LIMIT", "key_entries", "consolidate_records", "columnar",
            "columnar_min", "set_columnar_min", "wants_columns", "wants_column_build",
            "wants_column_batch", "BATCH_DIVISOR", "wants_column_join",
-           "COLUMNAR_MIN", "BUILD_FACTOR"]
+           "COLUMNAR_MIN", "BUILD_FACTOR", "distinct_rows"]

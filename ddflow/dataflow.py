@@ -34,7 +34,7 @@ import warnings
 from typing import Any, Iterator
 
 from lattice import as_time, is_time, join, minimum, sort_key
-from ddflow import graph, viz
+from ddflow import graph, kept_input, viz
 from ddflow.blame import blame
 from ddflow.capture import Capture
 from ddflow.collection import Collection
@@ -240,11 +240,16 @@ class Dataflow(Graph):
         sessions get their updates back here.  `blame_inputs=False` for the logging's
         step: its updates are the engine's own records, withdrawn by the logging's
         rollback, so there is nothing for a user to discard."""
-        taken = [(s, s.take_pending()) for s in self.sessions]
+        # Kept for a failure (and the open updates) in the least memory: a large
+        # plain input as columns (`ddflow.kept_input`); the engine is handed rows
+        # decoded from them that it alone holds, and lets go as it injects them.
+        kept = [(s, kept_input.keep(s.take_pending())) for s in self.sessions]
         try:
             with _gc_paused():
-                self.engine.run(self, taken)
+                self.engine.run(self, kept_input.given(
+                    kept, getattr(self.engine, "takes_columns", False)))
         except BaseException as exc:
+            taken = kept_input.given(kept)
             for session, updates in taken:
                 session.restore_pending(updates)
             if isinstance(exc, DataflowError) and exc.inputs is None:
@@ -252,9 +257,9 @@ class Dataflow(Graph):
                                     if blame_inputs else ((), ())))
             raise
         if blame_inputs:    # the logging's own records are never the user's to blame
-            for session, updates in taken:
+            for session, updates in kept:
                 if self._logging is None or not self._logging.is_logging(session):
-                    session.accepted(updates)
+                    session.accepted(kept_input.in_advance(updates, session.frontier()))
 
     def drop(self, what: Any) -> None:
         """Remove a piece added for a question (a `Capture`, or a collection's

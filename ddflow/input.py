@@ -34,7 +34,7 @@ from ddflow.columnar import Columns, wants_columns
 from ddflow.graph import Node
 from ddflow.updates import (check_lattice, checked_update, consolidate_unsorted,
                             not_self_equal)
-from operators.base import Operator
+from operators.base import Operator, as_rows
 
 EMPTY = Antichain()
 _ANY: Any = object()    # "any value" for the optional filters of `InputSession.discard`
@@ -447,19 +447,31 @@ class InputOp(Operator):
         """The frontier before the last move (empty before the first)."""
         return self._behind
 
+    takes_columns = True
+
     def on_input(self, port: int, updates: list) -> None:
         self.records_in += len(updates)
         # Consolidate first: an update and its retraction in one step cancel.
-        updates = self.consolidate(updates)
+        if type(updates) is Columns:        # a load handed over as columns
+            updates = columnar.consolidate(updates)
+        else:
+            updates = self.consolidate(updates)
         self.emit(updates)
-        self.history.extend(updates)
-        if len(self.history) + self._column_records() > 2 * self._live:
-            self._compact()
+        if len(self.history) + len(updates) + self._column_records() > 2 * self._live:
+            # Straight into the compacted history, not appended first: the undo
+            # record of the step holds the list `history` was at its start, and the
+            # rows appended to it would live as long as the step (a load's every
+            # update: its tuples outlived their columns).
+            self._compact(updates)
+        else:
+            self.history.extend(as_rows(updates))
 
     def _column_records(self) -> int:
         return 0 if self._columns is None else len(self._columns)
 
-    def _compact(self) -> None:
+    def _compact(self, new: Any = None) -> None:
+        """Compact the history and `new` (updates arriving: triples, or record
+        columns) together."""
         # Fresh objects, not edits in place: the undo journal keeps the old ones.
         # Compaction goes as far as the frontier before the last move (`_behind`),
         # and no further than the slowest input allows (`horizon`).
@@ -468,8 +480,20 @@ class InputOp(Operator):
             frontier = (horizon if horizon.is_empty() else frontier if frontier.is_empty()
                         else frontier.meet(horizon))
         rows, cols = self.history, self._columns
+        if type(new) is Columns:
+            both = None
+            if cols is None:
+                both = new
+            elif cols.layout() == new.layout():
+                both = columnar.merge([cols, new], None)
+            if both is None:
+                rows = rows + columnar.records(new)
+            else:
+                cols = both
+        elif new:
+            rows = rows + new if rows else new
         merged = None
-        if wants_columns(len(rows) + self._column_records()):
+        if wants_columns(len(rows) + (0 if cols is None else len(cols))):
             merged = _advanced_columns(rows, cols, frontier)
         if merged is not None:
             self._columns = merged if len(merged) else None

@@ -40,6 +40,8 @@ from typing import Any, Sequence
 
 from lattice import Antichain, Product, less_equal, sort_key
 from lattice.antichain import in_advance
+from ddflow.column_batch import record_time_counts
+from ddflow.columnar import Columns
 from ddflow.errors import ProgressError
 from ddflow.summaries import IDENTITY, Summary, path_summaries, port_numbers
 
@@ -430,7 +432,10 @@ def _minimal_times(counts: dict) -> tuple:
 
 
 def time_counts(updates: Sequence[tuple]) -> dict:
-    """How many updates of a batch sit at each time: the batch's pointstamps."""
+    """How many updates of a batch sit at each time: the batch's pointstamps (of a
+    list of triples, or of record columns, `ddflow.columnar`)."""
+    if type(updates) is Columns:
+        return record_time_counts(updates)
     if len(updates) == 1:
         return {updates[0][1]: 1}
     return Counter(map(_time_of, updates))

@@ -21,6 +21,7 @@ of time; the capabilities it holds are the times of updates still buffered.
 
 from __future__ import annotations
 
+from itertools import chain
 from operator import itemgetter
 from typing import Any, Iterable, Sequence
 
@@ -29,7 +30,8 @@ from lattice.antichain import in_advance
 from operators.base import Operator, Update
 from ddflow.updates import by_time as group_by_time, consolidate_unsorted, entered
 from operators.undo import UndoDict
-from ddflow import columnar
+from ddflow import column_batch, columnar
+from ddflow.columnar import Columns
 from ddflow.errors import DataError
 from ddflow.key_history import KeyHistory
 from ddflow.summaries import ENTER
@@ -42,7 +44,7 @@ _data_of = itemgetter(0)
 class Arrange(Operator):
     """Seal complete updates into batches of a trace indexed by key."""
 
-    _state = ("_buffer", "trace", "_upper", "_readers", "_since")
+    _state = ("_buffer", "_col_buffer", "trace", "_upper", "_readers", "_since")
     _caches = ("_caps", "_sealed_upto")
 
     def __init__(self, by_self: bool = False, name: str = "arrange_by_key",
@@ -55,6 +57,10 @@ class Arrange(Operator):
         # Updates not yet sealed, by time: a pass only looks at the distinct times,
         # so data buffered far in the future costs nothing until it becomes complete.
         self._buffer: dict[Any, list[Update]] = UndoDict()
+        # Record columns (`ddflow.columnar`: a load handed on without a tuple per
+        # update; of `(key, value)` pairs of ints by key), by their one time.
+        self._col_buffer: dict[Any, list] = UndoDict()
+        self.takes_columns = True
         self.trace = Trace()
         self._upper: Antichain | None = None
         self._readers: dict[int, Antichain | None] = UndoDict()
@@ -63,6 +69,18 @@ class Arrange(Operator):
 
     # -- input ---------------------------------------------------------------
     def on_input(self, port: int, updates: list[Update]) -> None:
+        if type(updates) is Columns:
+            times = column_batch.record_times(updates)
+            if len(times) == 1 and (self.by_self or column_batch.as_pairs(updates) is not None):
+                self.records_in += len(updates)
+                bucket = self._col_buffer.touch(times[0])
+                if bucket is None:
+                    self._col_buffer[times[0]] = [updates]
+                    self._caps = None
+                else:
+                    bucket.append(updates)
+                return
+            updates = columnar.records(updates)
         self.records_in += len(updates)
         # By self, the records are buffered as they come (`Batch.from_records` pairs
         # them with `()`, or encodes them without the pairs).
@@ -84,6 +102,39 @@ class Arrange(Operator):
             else:
                 bucket.extend(us)
 
+    def _complete_columns(self, elements: tuple) -> list:
+        """The buffered record columns whose time is complete, taken out."""
+        col_buffer = self._col_buffer
+        complete = [t for t in col_buffer if not in_advance(elements, t)]
+        if complete:
+            self._caps = None
+        return [c for t in complete for c in col_buffer.pop(t)]
+
+    def _seal_columns(self, parts: list, frontier: Antichain) -> bool:
+        """Seal record columns (of pairs, by key) into a columnar batch, and pass
+        them on as they are by key: no tuple per update.  False (nothing done) when they do not fit
+        the batch (a sum out of int64, a time outside it): the rows path then
+        seals them or names the error."""
+        records = parts[0] if len(parts) == 1 else columnar.merge(parts, None)
+        if records is None:
+            return False
+        if len(parts) == 1:
+            records = columnar.consolidate(records)
+        lower = self._upper if self._upper is not None else Antichain()
+        if lower.is_empty():
+            lower = Antichain(column_batch.record_times(records) + list(frontier.elements))
+        batch = Batch.from_columns(records if self.by_self else column_batch.as_pairs(records),
+                                   lower, frontier)
+        if batch is None:
+            return False
+        self.trace.insert(batch)
+        # By key, the records are the pairs readers take; by self, readers take
+        # `(data, ())` pairs, which are no record columns: rows.
+        self.emit([((d, ()), t, r) for d, t, r in columnar.records(records)]
+                  if self.by_self else records)
+        self._upper = frontier
+        return True
+
     def _not_a_pair(self, d: Any, time: Any) -> DataError:
         who = "/".join(self.users) or self.name
         shape = f" of length {len(d)}" if isinstance(d, tuple) else ""
@@ -92,17 +143,17 @@ class Arrange(Operator):
                          operator=who, record=d, time=time)
 
     def capabilities(self) -> Iterable[Any]:
-        return self.pending_capabilities(self._buffer)
+        return self.pending_capabilities(chain(self._buffer, self._col_buffer))
 
     def wants_frontier(self) -> bool:
         # Only buffered updates wait for the frontier; an empty arrangement's next
         # batch simply starts where its last one ended.
-        return bool(self._buffer)
+        return bool(self._buffer) or bool(self._col_buffer)
 
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         frontier = frontiers[0]
         buffer = self._buffer
-        if not buffer:
+        if not buffer and not self._col_buffer:
             self._upper = frontier
             return
         if frontier == self._sealed_upto:
@@ -115,6 +166,11 @@ class Arrange(Operator):
             ready.extend(buffer.pop(t))
         if complete:
             self._caps = None
+        parts = self._complete_columns(elements)
+        if parts and not ready and self._seal_columns(parts, frontier):
+            return
+        if parts:
+            ready.extend(u for p in parts for u in columnar.records(p))
         if ready:
             lower = self._upper if self._upper is not None else Antichain()
             try:

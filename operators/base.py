@@ -54,7 +54,7 @@ from typing import Any, Iterable, Sequence
 from lattice import Antichain
 from ddflow.errors import DataError, DataflowError, UserFunctionError
 from ddflow.summaries import IDENTITY, Summary
-from ddflow.columnar import consolidate_records, wants_column_build
+from ddflow.columnar import Columns, consolidate_records, records, wants_column_build
 from ddflow.updates import consolidate_unsorted
 from operators.undo import EMPTY, Prefix, UndoDict, undo_dicts
 
@@ -63,6 +63,11 @@ Update = tuple  # (data, time, diff)
 _COUNTERS = ("records_in", "records_out", "batches_out", "work", "times_visited")
 #: Measurements restored with the counters by a rollback, but not among `counters()`.
 _MEASURED = ("cpu_ns",)
+
+
+def as_rows(updates: Any) -> list:
+    """A batch as a list of `(data, time, diff)` triples (record columns decoded)."""
+    return records(updates) if type(updates) is Columns else updates
 
 
 class Operator:
@@ -85,6 +90,10 @@ class Operator:
     n_inputs: int = 1
     #: Names of the operators feeding this one (set by the engine's `instantiate`).
     producers: tuple[str, ...] = ()
+    #: Whether `on_input` takes record columns (`ddflow.columnar`: a batch of plain
+    #: updates without a tuple per update) as well as lists; the engine decodes a
+    #: columnar batch for an operator that does not.
+    takes_columns: bool = False
     #: How the operator moves times from input to output, for progress tracking: the
     #: identity for operators whose outputs are at (or after) their input times; scope
     #: boundaries and feedback edges say otherwise (enter, leave, +1 round).
@@ -171,7 +180,13 @@ class Operator:
     # -- output --------------------------------------------------------------
     def emit(self, updates: list[Update]) -> None:
         if updates:
-            self.output.extend(updates)
+            out = self.output
+            if type(updates) is list and type(out) is list:
+                out.extend(updates)
+            elif not out:
+                self.output = updates       # record columns, passed on as they are
+            else:       # columns and rows together: rows
+                self.output = as_rows(out) + as_rows(updates)
 
     def take_output(self) -> list[Update]:
         out = self.output

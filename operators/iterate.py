@@ -34,7 +34,9 @@ from collections import deque
 from typing import Any, Callable, Iterator, Sequence
 
 from lattice import Antichain, Product, less_equal, sort_key
-from operators.base import Operator, Update
+from operators.base import Operator, Update, as_rows
+from ddflow import columnar
+from ddflow.columnar import Columns
 from operators.undo import UndoDict
 from ddflow.errors import ConvergenceError
 from ddflow.summaries import ENTER, LEAVE, NEXT_ROUND
@@ -54,18 +56,26 @@ class Enter(Operator):
     """`t -> Product(t, 0)`: an outer collection seen inside a loop."""
 
     summary = ENTER
+    takes_columns = True
 
     def __init__(self, name: str = "enter") -> None:
         super().__init__(name)
 
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
+        if type(updates) is Columns:
+            # Int times gain a round column; times already Products stay rows.
+            self.emit(entered(as_rows(updates)) if updates.product
+                      else columnar.entered(updates))
+            return
         self.emit(entered(updates))
 
 
 
 class EnterAt(Enter):
     """`t -> Product(t, round_of(record))`: records enter at chosen rounds."""
+
+    takes_columns = False
 
     def __init__(self, round_of: Callable[[Any], int], name: str = "enter_at") -> None:
         super().__init__(name)

@@ -28,13 +28,14 @@ The law: for every time `t`, `acc(join(A, B), t) = join(acc(A, t), acc(B, t))`.
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any, Callable, Iterable, Sequence
 
 from lattice import Antichain, join
 from operators.arrange import Arrange
 from operators.base import Operator, Update
-from ddflow import column_join, columnar
-from ddflow.columnar import wants_column_join
+from ddflow import column_batch, column_join, columnar
+from ddflow.columnar import Columns, wants_column_join
 
 _KINDS = ("join", "map", "core", "semijoin")
 
@@ -54,6 +55,18 @@ def set_join_columns(on: bool) -> bool:
     return old
 
 
+#: Whether a semijoin of ints passes its output on as record columns (False: rows).
+_columns_out = True
+
+
+def set_columns_out(on: bool) -> bool:
+    """Turn the semijoin's columnar output on or off; returns the previous setting
+    (both give the same accumulations: the tests run each)."""
+    global _columns_out
+    old, _columns_out = _columns_out, on
+    return old
+
+
 class JoinCore(Operator):
     """Join two arrangements by key; `kind` says what each matching pair becomes.
 
@@ -65,8 +78,9 @@ class JoinCore(Operator):
 
     n_inputs = 2
     # Each side's changes since the last frontier: extended, then swapped for fresh lists.
-    _append_only = ("_pending_left", "_pending_right")
+    _append_only = ("_pending_left", "_pending_right", "_cols_left", "_cols_right")
     _private_buffers = _append_only
+    takes_columns = True
     _writes = ("left", "right")     # advance_reader moves the arrangements' compaction
 
     def __init__(self, left: Arrange, right: Arrange, kind: str = "join",
@@ -80,31 +94,48 @@ class JoinCore(Operator):
         self._rid_right = right.register_reader()
         self._pending_left: list[Update] = []
         self._pending_right: list[Update] = []
+        # Record columns of pairs (`ddflow.columnar`) handed on by an arrangement.
+        self._cols_left: list = []
+        self._cols_right: list = []
 
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
-        (self._pending_right if port else self._pending_left).extend(updates)
+        if type(updates) is Columns:
+            (self._cols_right if port else self._cols_left).append(updates)
+        else:
+            (self._pending_right if port else self._pending_left).extend(updates)
 
     def capabilities(self) -> Iterable[Any]:
         # Input waits here only until the frontier is told, in the same visit.
-        if not (self._pending_left or self._pending_right):
+        if not (self._pending_left or self._pending_right or self._cols_left
+                or self._cols_right):
             return ()
-        return Antichain(u[1] for q in (self._pending_left, self._pending_right)
-                         for u in q).elements
+        return Antichain(chain((u[1] for q in (self._pending_left, self._pending_right)
+                                for u in q),
+                               (t for c in chain(self._cols_left, self._cols_right)
+                                for t in column_batch.record_times(c)))).elements
 
     def wants_frontier(self) -> bool:
         # Idle, a move of the frontier would only advance compaction, which may lag
         # until the next input (later compaction is always sound).
-        return bool(self._pending_left or self._pending_right)
+        return bool(self._pending_left or self._pending_right or self._cols_left
+                    or self._cols_right)
 
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         d_left, d_right = self._pending_left, self._pending_right
-        if d_left or d_right:
+        c_left, c_right = self._cols_left, self._cols_right
+        if d_left or d_right or c_left or c_right:
             self._pending_left, self._pending_right = [], []
-            done = self._in_columns(d_left, d_right) if _columns_join else None
+            self._cols_left, self._cols_right = [], []
+            done = (self._in_columns(d_left, d_right, c_left, c_right) if _columns_join
+                    else None)
             if done is not None:
                 self.emit(done)
             else:
+                if c_left:
+                    d_left = d_left + [u for c in c_left for u in columnar.records(c)]
+                if c_right:
+                    d_right = d_right + [u for c in c_right for u in columnar.records(c)]
                 self._in_rows(d_left, d_right)
         # Future right batches only meet the left trace at times in advance of the
         # right frontier, and vice versa: that is how far each may compact.
@@ -126,7 +157,8 @@ class JoinCore(Operator):
                 self._product(d_left, by_key.get, False, -1, out)
         self.emit(self.consolidate(out))
 
-    def _in_columns(self, d_left: list[Update], d_right: list[Update]) -> list | None:
+    def _in_columns(self, d_left: list[Update], d_right: list[Update],
+                    c_left: Sequence = (), c_right: Sequence = ()) -> list | None:
         """`_in_rows` by the vectorized kernels, when the deltas are large and every
         batch of both traces is plain in one layout per side (the traces' row
         batches, if few, encoded: `Trace.column_batches`): each delta joined with
@@ -135,15 +167,16 @@ class JoinCore(Operator):
         not each decoded and the lot summed by a dict.  None (nothing done) when
         that does not apply."""
         kind = self.kind
-        n = len(d_left) + len(d_right)
-        if kind not in ("join", "semijoin") or not wants_column_join(n):
+        n = len(d_left) + len(d_right) + sum(map(len, c_left)) + sum(map(len, c_right))
+        if kind not in ("join", "semijoin") or not (wants_column_join(n) or c_left
+                                                     or c_right):
             return None
         # A delta is looked up in the other side's columns, so its own rows need no
         # order (the pairs are consolidated at the end); the right delta is also the
         # other side of the deltas' pairs, so it is sorted by key.
-        dl = columnar.encode(d_left, sort=False) if d_left else None
-        dr = columnar.encode(d_right) if d_right else None
-        if (d_left and dl is None) or (d_right and dr is None):
+        dl = _delta(d_left, c_left, False)
+        dr = _delta(d_right, c_right, True)
+        if ((d_left or c_left) and dl is None) or ((d_right or c_right) and dr is None):
             return None
         limit = _ENCODE_ROWS_PER_DELTA * n
         lt, rt = self.left.trace, self.right.trace
@@ -173,7 +206,13 @@ class JoinCore(Operator):
         if not parts:
             self.work += work
             return []
-        out = column_join.join_records(parts, lefts[0].vshape, rights[0].vshape, kind)
+        out = None
+        if kind == "semijoin" and _columns_out:
+            # Passed on as record columns: a map, an arrangement or a join after it
+            # reads them without a tuple per pair (the engine decodes them for others).
+            out = column_join.semijoin_columns(parts, lefts[0].vshape)
+        if out is None:
+            out = column_join.join_records(parts, lefts[0].vshape, rights[0].vshape, kind)
         if out is not None:
             self.work += work
         return out
@@ -228,3 +267,17 @@ class JoinCore(Operator):
                     except Exception as exc:  # noqa: BLE001 - user code
                         raise self.user_error(exc, (k, a, b), t) from exc
         self.work += work
+
+
+def _delta(rows: list, cols: Sequence, sort: bool) -> Columns | None:
+    """One side's delta as keyed columns: its rows encoded, its record columns of
+    pairs keyed (`columnar.as_pairs`); sorted by key when `sort`.  None when nothing
+    is there, or something is not plain or not of one layout."""
+    parts = [column_batch.as_pairs(c) for c in cols]
+    if rows:
+        parts.append(columnar.encode(rows, sort=False))
+    if not parts or any(p is None for p in parts):
+        return None
+    if sort:
+        return columnar.merge(parts, None)
+    return column_batch.concat(parts)

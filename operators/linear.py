@@ -34,7 +34,8 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from lattice import Antichain, TimeError, as_time, join, less_equal
-from operators.base import Operator, Update
+from operators.base import Operator, Update, as_rows
+from ddflow.columnar import Columns
 from ddflow.diff import check_diff
 
 
@@ -141,10 +142,26 @@ class Linear(Operator):
         super().__init__(name or "+".join(s[0] for s in self.stages))
         self._frontier_watchers = [s[2] for s in self.stages if len(s) > 2 and s[2]]
         self._last_frontier: Any = None
+        # Maps whose functions say how to act on record columns (`on_columns`, a
+        # library projection such as a graph's `dst`) take them, without a tuple
+        # per update.
+        self.takes_columns = bool(self.stages) and all(
+            s[0] == "map" and callable(getattr(s[1], "on_columns", None))
+            for s in self.stages)
 
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
         batch = updates
+        if type(batch) is Columns:
+            for stage in self.stages:
+                done = stage[1].on_columns(batch)
+                if done is None:
+                    break
+                batch = done
+            else:
+                self.emit(batch)
+                return
+            batch = as_rows(updates)
         for stage in self.stages:
             kind, fn = stage[0], stage[1]
             try:
@@ -183,6 +200,8 @@ class Linear(Operator):
 
 class Concat(Operator):
     """The sum of several collections: every input update passes through."""
+
+    takes_columns = True        # passed on as they are (`Operator.emit`)
 
     def __init__(self, n_inputs: int, name: str = "concat") -> None:
         super().__init__(name)

@@ -95,6 +95,16 @@ def _dst(kv: tuple) -> Any:
     return kv[1]
 
 
+def _dst_columns(c: Any) -> Any:
+    from ddflow.column_batch import field
+    return field(c, 1)
+
+
+# Record columns of edges (a load's semijoin output) map to their targets' column
+# without a tuple per edge (`operators.linear.Linear.takes_columns`).
+_dst.on_columns = _dst_columns  # type: ignore[attr-defined]
+
+
 def _swap(e: tuple) -> tuple:
     return (e[1], e[0])
 

@@ -27,6 +27,11 @@ from operators.capture import Cursor, read_since
 class LocalEngine:
     """Run a dataflow in this process, as `workers` simulated workers."""
 
+    #: Whether a step's input kept as columns (`ddflow.kept_input`) is handed over
+    #: as record columns, which the operators that take them pass on without a
+    #: tuple per update (`Operator.takes_columns`); False: decoded rows (the switch).
+    takes_columns = True
+
     def __init__(self, workers: int = 1) -> None:
         self.workers = positive_int(workers, "workers")
         self._worker: Worker | None = None
@@ -73,6 +78,10 @@ class LocalEngine:
                 i = self._index[id(session.node)]
                 worker.set_input_frontier(i, session.frontier())
                 worker.inject(i, updates)
+            # The caller keeps the step's input in a form of its own for a failure
+            # (`ddflow.kept_input`) and hands these rows over: held here for the whole
+            # step, a load's rows would outlive their trip into the operators.
+            taken = updates = None
             worker.drain()
         except BaseException:
             worker.rollback()

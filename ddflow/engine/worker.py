@@ -41,7 +41,7 @@ from ddflow.engine.plan import Plan
 from ddflow.errors import DataError
 from ddflow.progress import time_counts
 from ddflow.sharding import shard_of
-from operators.base import Operator
+from operators.base import Operator, as_rows
 from operators.capture import CaptureOp
 
 
@@ -168,11 +168,13 @@ class Worker:
         self._uncounted = []
 
     def inject(self, node: int, updates: list) -> None:
-        """Queue an input's updates, each on the shard its data belongs to."""
+        """Queue an input's updates, each on the shard its data belongs to (a list of
+        triples, or record columns, `ddflow.columnar`, on one shard)."""
         if self.total == 1:
-            if updates:
+            if len(updates):
                 self.enqueue(self.shards[0], node, 0, updates)
             return
+        updates = as_rows(updates)
         for dest, part in split_by_shard(updates, _identity, self.total, "input").items():
             self.enqueue(dest, node, 0, part)
 
@@ -263,17 +265,22 @@ class Worker:
                 if not q:
                     continue
                 queues[i][p] = []
-                batch = q[0][0] if len(q) == 1 else [u for b, _c in q for u in b]
+                batch = q[0][0] if len(q) == 1 else [u for b, _c in q for u in as_rows(b)]
                 if not got:
                     self._touch(k, i)
                     got = True
+                op = self.ops[k][i]
+                if type(batch) is not list and not op.takes_columns:
+                    batch = as_rows(batch)
                 if self.timed:
-                    op = self.ops[k][i]
                     start = thread_time_ns()
                     op.on_input(p, batch)
                     op.cpu_ns += thread_time_ns() - start
                 else:
-                    self.ops[k][i].on_input(p, batch)
+                    op.on_input(p, batch)
+                # Not held while the operator works on: one that swaps its input out
+                # (a join's pending delta) can let a load's rows go as it encodes them.
+                batch = None
                 for entry in q:
                     if entry[1] is not None:
                         tracker.update_counts(ports[p], entry[1], -1)
@@ -347,13 +354,17 @@ class Worker:
                 # no pointstamps (and no visit).
                 k = self._local[shard]
                 self._touch(k, j)
+                op = self.ops[k][j]
+                batch = updates
+                if type(batch) is not list and not op.takes_columns:
+                    batch = as_rows(batch)
                 if self.timed:
-                    op = self.ops[k][j]
                     start = thread_time_ns()
-                    op.on_input(port, updates)
+                    op.on_input(port, batch)
                     op.cpu_ns += thread_time_ns() - start
                 else:
-                    self.ops[k][j].on_input(port, updates)
+                    op.on_input(port, batch)
+                batch = None
                 self._flush(k, j)
             else:
                 self._send(shard, j, port, exchange, name, updates)
@@ -365,6 +376,7 @@ class Worker:
         if exchange is None or self.total == 1:
             self.enqueue(shard, j, port, updates)
             return
+        updates = as_rows(updates)
         for dest, part in split_by_shard(updates, exchange, self.total, name).items():
             if dest in self._local:
                 self.enqueue(dest, j, port, part)
@@ -409,7 +421,7 @@ class Worker:
             for i, qs in enumerate(queues):
                 for p, q in enumerate(qs):
                     for batch, _counts in q:
-                        queued.setdefault((i, p), set()).update(u[1] for u in batch)
+                        queued.setdefault((i, p), set()).update(time_counts(batch))
         return ({i: list(Antichain(ts)) for i, ts in caps.items()},
                 {k: list(Antichain(ts)) for k, ts in queued.items()})
 

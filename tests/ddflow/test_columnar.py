@@ -126,7 +126,9 @@ def test_columnar_batch_refuses_times_outside_its_description():
 
 def test_columnar_check_catches_a_broken_layout():
     with columnar.columnar(0):
-        b = Batch.from_updates([((1, 2), 0, 1), ((1, 3), 0, 1)], Antichain([0]), Antichain())
+        # Diffs that differ: a constant column is a read-only broadcast row
+        # (`columnar._constant_or_taken`), which this test could not break.
+        b = Batch.from_updates([((1, 2), 0, 1), ((1, 3), 0, 2)], Antichain([0]), Antichain())
     b._check()
     b.cols.diffs[0] = 0
     with pytest.raises(AssertionError, match="zero diff"):
