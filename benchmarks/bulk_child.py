@@ -29,45 +29,29 @@ import hashlib
 import importlib.util
 import json
 import os
-import resource
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 
-def _rss_mb() -> float:
-    """The peak RSS so far, of this program: the high-water mark of its memory
-    (`VmHWM`, Linux), which `exec` resets.  `ru_maxrss` is not: Linux carries the
-    parent's peak over into the child, so a child of a parent that grew past it
-    (`bench_bulk --large` makes the 1M join+count inputs) read the parent's RSS as
-    its own baseline and peak (a state of 0 MB was printed)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def _sibling(name: str) -> Any:
+    """`benchmarks/<name>.py` of this checkout, loaded by path: the child runs with
+    the tree measured on `PYTHONPATH`, whose `benchmarks` may be older."""
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}",
+                                                  Path(__file__).resolve().parent / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _rss_now_mb() -> float:
-    """The RSS now (Linux), else the peak so far: after the workload's generation
-    its transients (sets) are freed, and the peak would count them."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
-        return _rss_mb()
+_RSS = _sibling("rss")
+_rss_mb, _rss_now_mb = _RSS.peak_mb, _RSS.now_mb
 
 
 def _workload(p: dict) -> tuple[list, list, float]:
     """The edges and roots of `p` (generated here), and the RSS before they existed."""
-    spec = importlib.util.spec_from_file_location(
-        "_bench_reachability", Path(__file__).resolve().parent / "bench_reachability.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _sibling("bench_reachability")
     rss_base = _rss_mb()
     edges, roots, _steps = module.workload(p["nodes"], p["edges"], p["roots"], 0, p["seed"])
     return edges, roots, rss_base

@@ -30,17 +30,29 @@ from __future__ import annotations
 
 import cProfile
 import gc
+import importlib.util
 import json
 import os
 import pstats
 import random
-import resource
 import sys
 import time
 from collections import deque
+from pathlib import Path
 from typing import Any, Callable
 
 WORKLOADS = ("reach", "cc", "scc", "triangles", "kcore")
+
+
+def _peak_rss_mb() -> float:
+    """This program's peak RSS (`benchmarks/rss.py`, loaded by path: the child runs
+    with the tree measured on `PYTHONPATH`, whose `benchmarks` may be older; it reads
+    `VmHWM`, which exec resets, not `ru_maxrss`, which a child inherits)."""
+    spec = importlib.util.spec_from_file_location(
+        "_bench_rss", Path(__file__).resolve().parent / "rss.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.peak_mb()
 
 
 def workload(nodes: int, edges: int, churn: int, epochs: int, seed: int
@@ -234,11 +246,10 @@ def run(p: dict) -> dict:
         if answer != truth:
             wrong.append(t)
         sizes.append(len(answer))
-    usage = resource.getrusage(resource.RUSAGE_SELF)
     out = {"initial_ms": initial_ms, "epoch_ms": epoch_ms, "nx_ms": nx_ms,
            "initial_work": None if w0 is None else w1 - w0, "work": work,
            "wrong_epochs": wrong, "answer_sizes": sizes, "epochs_run": len(epoch_ms),
-           "peak_rss_mb": usage.ru_maxrss / 1024}
+           "peak_rss_mb": _peak_rss_mb()}
     if prof is not None:
         out["profile"] = _top(prof, p.get("top", 25))
     return out

@@ -392,6 +392,9 @@ class Index(Arrange):
     def __init__(self, project: KeyFn, by_self: bool = False, name: str = "index") -> None:
         super().__init__(by_self, name)
         self.project = project
+        # `project` reads rows: a columnar batch is decoded for it by the worker
+        # (`Arrange` takes columns as they are, which would skip the projection).
+        self.takes_columns = False
 
     def on_input(self, port: int, updates: list[Update]) -> None:
         project = self.project

@@ -156,3 +156,18 @@ def test_a_later_count_index_that_cancels_still_lets_its_atom_propose(columns):
     finally:
         half_join.set_half_join_columns(old)
     assert sorted(out) == [((0, 0), 0, -2), ((0, 1), 0, 2)]
+
+
+def test_an_index_is_handed_rows_not_columns():
+    # A review: `Index` inherited `Arrange.takes_columns` but projects rows, and fed
+    # record columns it raised TypeError (unreachable through `query` today, which
+    # maps every relation first; reachable by an index fed from an input or a semijoin).
+    from ddflow import columnar as columnar_module
+    from operators.base import as_rows
+    from operators.wcoj.delta import Index
+    ix = Index(lambda t: (t[1], t[0]), name="g by dst")
+    assert not ix.takes_columns
+    cols = columnar_module.encode_records([((1, 2), 0, 1), ((3, 2), 0, 1)])
+    ix.on_input(0, as_rows(cols))          # what the worker hands an operator that reads rows
+    ix.on_frontier([Antichain([1])])
+    assert sorted(ix.trace.get(2)) == [(1, 0, 1), (3, 0, 1)]
