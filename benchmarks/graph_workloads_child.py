@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import cProfile
 import gc
-import importlib.util
 import json
 import os
 import pstats
@@ -43,16 +42,10 @@ from typing import Any, Callable
 
 WORKLOADS = ("reach", "cc", "scc", "triangles", "kcore")
 
-
-def _peak_rss_mb() -> float:
-    """This program's peak RSS (`benchmarks/rss.py`, loaded by path: the child runs
-    with the tree measured on `PYTHONPATH`, whose `benchmarks` may be older; it reads
-    `VmHWM`, which exec resets, not `ru_maxrss`, which a child inherits)."""
-    spec = importlib.util.spec_from_file_location(
-        "_bench_rss", Path(__file__).resolve().parent / "rss.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.peak_mb()
+# This checkout's `benchmarks/rss.py` (peak RSS from VmHWM), found at the end of the
+# path: the tree measured comes first (`PYTHONPATH`), and may be older.
+sys.path.append(str(Path(__file__).resolve().parent))
+import rss  # noqa: E402
 
 
 def workload(nodes: int, edges: int, churn: int, epochs: int, seed: int
@@ -249,7 +242,7 @@ def run(p: dict) -> dict:
     out = {"initial_ms": initial_ms, "epoch_ms": epoch_ms, "nx_ms": nx_ms,
            "initial_work": None if w0 is None else w1 - w0, "work": work,
            "wrong_epochs": wrong, "answer_sizes": sizes, "epochs_run": len(epoch_ms),
-           "peak_rss_mb": _peak_rss_mb()}
+           "peak_rss_mb": rss.peak_mb()}
     if prof is not None:
         out["profile"] = _top(prof, p.get("top", 25))
     return out

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import cProfile
 import hashlib
-import importlib.util
 import json
 import os
 import pstats
@@ -30,16 +29,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-
-def _peak_rss_mb() -> float:
-    """This program's peak RSS (`benchmarks/rss.py`, loaded by path: the child runs
-    with the tree measured on `PYTHONPATH`, whose `benchmarks` may be older; it reads
-    `VmHWM`, which exec resets, not `ru_maxrss`, which a child inherits)."""
-    spec = importlib.util.spec_from_file_location(
-        "_bench_rss", Path(__file__).resolve().parent / "rss.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.peak_mb()
+# This checkout's `benchmarks/rss.py` (peak RSS from VmHWM), found at the end of the
+# path: the tree measured comes first (`PYTHONPATH`), and may be older.
+sys.path.append(str(Path(__file__).resolve().parent))
+import rss  # noqa: E402
 
 
 def _digest(answer: dict) -> str:
@@ -125,7 +118,7 @@ def main() -> None:
     else:
         cpu, answer = (run_ddflow if task == "ddflow" else run_recompute)(epochs)
         out.update(epoch_ms=cpu, answer=_digest(answer), answer_size=len(answer),
-                   rss_peak_mb=_peak_rss_mb())
+                   rss_peak_mb=rss.peak_mb())
     json.dump(out, sys.stdout)
 
 

@@ -2,7 +2,7 @@
 
 The children run inside the tree measured (`PYTHONPATH` set to it, possibly the
 parent commit's worktree), so they cannot import this checkout's `benchmarks`
-package; they load this file by its path (`load()` below, copied as three lines).
+package: they find this file by its directory, appended to the end of the path.
 
 `peak_mb`: the high-water mark of this program's memory (`VmHWM`, Linux), which
 `exec` resets.  `ru_maxrss` is not reset: Linux carries the parent's peak over

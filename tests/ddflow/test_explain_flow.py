@@ -573,6 +573,22 @@ LOOPS = ("iterate", "iterate_trace", "nested_iterate")
 PAIRS = [(k, v) for k in range(4) for v in range(4)]     # every record a pipeline holds
 
 
+def _loop_pipeline(data, steps, kind):
+    """Updates drawn for inputs `a` and `b`, and a dataflow of pipeline `steps` over
+    them whose output is captured and maintained-explained for every pair asked
+    from the least time: `(ups, least, df, a_in, b_in, cap, mx)`."""
+    ups = _draw_updates(data, kind)
+    least = Product(0, 0) if kind == "product" else 0
+    df = ddflow.Dataflow(least)
+    a_in, a = df.new_collection("a")
+    b_in, b = df.new_collection("b")
+    cap = build_pipeline(steps, a, b).capture()
+    mx = df.explain(cap)
+    for q in PAIRS:
+        mx.questions.update_at(q, least, 1)
+    return ups, least, df, a_in, b_in, cap, mx
+
+
 # Few examples: each time of each example compiles a one-off copy (~1 s CPU).
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), steps=dags(max_size=3, among=LOOPS),
@@ -583,15 +599,7 @@ def test_loops_explain_every_record_at_every_time(data, steps, kind):
     last: every record a pipeline can hold is asked from the least time, and at
     every time of the inputs' join closure (int: after the run of each epoch) each
     record in the output is explained as the one-off explains it, and reproduces."""
-    ups = _draw_updates(data, kind)
-    least = Product(0, 0) if kind == "product" else 0
-    df = ddflow.Dataflow(least)
-    a_in, a = df.new_collection("a")
-    b_in, b = df.new_collection("b")
-    cap = build_pipeline(steps, a, b).capture()
-    mx = df.explain(cap)
-    for q in PAIRS:
-        mx.questions.update_at(q, least, 1)
+    ups, least, df, a_in, b_in, cap, mx = _loop_pipeline(data, steps, kind)
     times = sorted(join_closure({u[1] for u in ups["a"] + ups["b"]} or {least}),
                    key=lambda t: t.sort_key() if kind == "product" else t)
 
@@ -653,15 +661,7 @@ def test_loops_maintained_explanations_at_every_time_reproduce(data, steps, kind
     the output holds at every time of the inputs' join closure is explained by the
     maintained explanation with input records present then, with their
     multiplicity, and the explanation alone gives the record's multiplicity."""
-    ups = _draw_updates(data, kind)
-    least = Product(0, 0) if kind == "product" else 0
-    df = ddflow.Dataflow(least)
-    a_in, a = df.new_collection("a")
-    b_in, b = df.new_collection("b")
-    cap = build_pipeline(steps, a, b).capture()
-    mx = df.explain(cap)
-    for q in PAIRS:
-        mx.questions.update_at(q, least, 1)
+    ups, least, df, a_in, b_in, cap, mx = _loop_pipeline(data, steps, kind)
     a_in.extend(ups["a"])
     b_in.extend(ups["b"])
     for s in (a_in, b_in, mx.questions):
