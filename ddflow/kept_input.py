@@ -154,21 +154,30 @@ def _narrowed(cols: Columns) -> Columns:
 
 
 def _joined(parts: list[Columns]) -> Columns:
-    """Narrowed columns of one layout, one after the other, narrowed."""
+    """Narrowed columns of one layout, one after the other, narrowed; `parts` is
+    emptied: each slice is let go once copied (the whole is made beside one slice,
+    not beside all of them)."""
     if len(parts) == 1:
-        return parts[0]
+        return parts.pop()
+    p = parts[0]
+    fields = [[c.keys for c in parts], [c.vals for c in parts], [c.times for c in parts],
+              [c.diffs for c in parts]]
+    n = sum(len(c) for c in parts)
+    parts.clear()
 
     def column(arrays: list[np.ndarray]) -> np.ndarray:
-        n = sum(len(a) for a in arrays)
         first = arrays[0]
         if all(_constant(a) and a.dtype == first.dtype and np.array_equal(a[:1], first[:1])
                for a in arrays):
             return np.broadcast_to(first[:1], (n, *first.shape[1:]))
-        return _narrow(np.concatenate(arrays))
-    p = parts[0]
-    return Columns(column([c.keys for c in parts]), column([c.vals for c in parts]),
-                   column([c.times for c in parts]), column([c.diffs for c in parts]),
-                   p.kshape, p.vshape, p.product)
+        out = np.empty((n, *first.shape[1:]), dtype=np.result_type(*arrays))
+        at = 0
+        while arrays:
+            a = arrays.pop(0)
+            out[at:at + len(a)] = a
+            at += len(a)
+        return _narrow(out)
+    return Columns(*(column(f) for f in fields), p.kshape, p.vshape, p.product)
 
 
 def _constant(a: np.ndarray) -> bool:
