@@ -18,9 +18,12 @@ Measured in one run, process CPU, each measurement in a child process:
 * a cProfile of the current tree on the 100k join+count stream.
 
 Every reachability child, networkx's too, runs with the same fixed environment,
-`REACH_ENV` (printed with the table): `NUMPY_MADVISE_HUGEPAGE=0`, since numpy's
-transparent huge-page hint made large arrays take whole 2 MB pages when the
-kernel had them free: the same code measured 15 MB apart from one run to the next.
+`REACH_ENV` (printed with the table): `NUMPY_MADVISE_HUGEPAGE=0`.  numpy's
+transparent huge-page hint lets a large array take whole 2 MB pages when the
+kernel has them free, so its RSS depends on the box's state (one earlier run
+moved 15 MB with the variable on one side and not the other).  The medians of 3
+(each run's figure printed beside them) and the reset peak (`bulk_child`) do the
+rest: the earlier 292-314 bytes an edge across runs came from these.
 
 The answers are compared between trees (digests).  The initial loads of triangles
 and 2-core against networkx are the loops issue's `bench_graph_workloads`.
@@ -167,7 +170,8 @@ def report(result: dict) -> str:
                          f"system runs less the RSS before the edges existed; 'less tuples' = "
                          f"less the RSS once they did; 'child peak' = the peak of the whole "
                          f"child, the generator's included; traced = tracemalloc's peak, a "
-                         f"run of its own; env {' '.join(f'{k}={v}' for k, v in r['env'].items())})",
+                         f"run of its own; env "
+                         f"{' '.join(f'{k}={v}' for k, v in r['env'].items())})",
                          ["system", "CPU ms", "state MB", "bytes/edge", "runs B/edge",
                           "less tuples B/edge", "child peak B/edge", "traced MB",
                           "peak RSS MB", "reached", "agree"],
