@@ -23,7 +23,7 @@ transparent huge-page hint lets a large array take whole 2 MB pages when the
 kernel has them free, so its RSS depends on the box's state (one earlier run
 moved 15 MB with the variable on one side and not the other).  The medians of 3
 (each run's figure printed beside them) and the reset peak (`bulk_child`) do the
-rest: the earlier 292-314 bytes an edge across runs came from these.
+rest, against the 292-314 bytes an edge earlier runs spread over.
 
 The answers are compared between trees (digests).  The initial loads of triangles
 and 2-core against networkx are the loops issue's `bench_graph_workloads`.
