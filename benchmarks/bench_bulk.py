@@ -21,8 +21,9 @@ Every reachability child, networkx's too, runs with the same fixed environment,
 `REACH_ENV` (printed with the table): `NUMPY_MADVISE_HUGEPAGE=0`.  numpy's
 transparent huge-page hint lets a large array take whole 2 MB pages when the
 kernel has them free, so its RSS depends on the box's state (one earlier run
-moved 15 MB with the variable on one side and not the other).  The medians of 3
-(each run's figure printed beside them) and the reset peak (`bulk_child`) do the
+moved 15 MB with the variable on one side and not the other).  The median of the
+runs (`--reps 3` for a figure that decides; each run's printed beside it) and the
+reset peak (`bulk_child`; a run whose peak could not be reset is refused) do the
 rest, against the 292-314 bytes an edge earlier runs spread over.
 
 The answers are compared between trees (digests).  The initial loads of triangles
@@ -85,7 +86,12 @@ def measure_reach(trees: dict[str, Path], c: dict, seed: int, tmp: Path, log=pri
         for name, tree in [*trees.items(), ("networkx", trees["current"])]:
             t0 = time.monotonic()
             task = "reach_networkx" if name == "networkx" else "reach_load"
-            runs[name].append(run_child(tree, task, params, tmp, CHILD, env=REACH_ENV))
+            run = run_child(tree, task, params, tmp, CHILD, env=REACH_ENV)
+            if not run["peak_reset"]:
+                # Then the peak is the generator's, the same for every system.
+                raise RuntimeError("bench_bulk: a reach child could not reset its peak "
+                                   "RSS (/proc/self/clear_refs): no state per edge to report")
+            runs[name].append(run)
             log(f"  reach load rep {rep + 1}/{c['reps']} {name}: "
                 f"{time.monotonic() - t0:.1f} s wall", file=sys.stderr)
     traced = {}

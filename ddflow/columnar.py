@@ -582,18 +582,16 @@ def key_entries(c: Columns, key: Any) -> tuple | None:
 
 
 def encode_keys(keys: Sequence[Any]) -> tuple[np.ndarray, int] | None:
-    """Keys as a key column set (`Columns.keys`, with its `kshape`), or None when
-    they are not plain."""
+    """Keys as a key column set (`Columns.keys`, `kshape`), None if not plain."""
     return _encode_col(keys, len(keys)) if keys else None
 
 
 def encode_times(times: Sequence[Any]) -> tuple[np.ndarray, bool] | None:
-    """Times as time columns (`Columns.times`, with `product`), or None when they are
-    not plain."""
+    """Times as time columns (`Columns.times`, `product`), None if not plain."""
     return _encode_times(times, len(times)) if times else None
 
 
-__all__ = ["Columns", "encode", "encode_records", "records", "entered",
+__all__ = ["Columns", "encode", "encode_records", "records", "iter_records", "entered",
            "encode_frontier", "encode_keys", "encode_times", "consolidate", "advance",
            "in_advance_of", "merge", "decode", "updates", "decode_values", "decode_col", "times_list",
            "abs_max", "gc_paused", "DIFF_LIMIT", "key_entries", "consolidate_records", "columnar",

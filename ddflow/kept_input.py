@@ -107,10 +107,12 @@ class KeptUpdates:
         return columnar.records(self._columns(np.flatnonzero(mask)))
 
 
-def keep(updates: list, chunk: int = CHUNK) -> list | KeptUpdates:
+def keep(updates: list, chunk: int | None = None) -> list | KeptUpdates:
     """`updates` in the form a step keeps them: columns when many and plain (and
-    `KEEP_COLUMNS`), else the list itself.  Encoded `chunk` updates at a time."""
+    `KEEP_COLUMNS`), else the list itself.  Encoded `chunk` (default `CHUNK`, read
+    at the call: a test may patch it) updates at a time."""
     n = len(updates)
+    chunk = chunk or CHUNK
     if not KEEP_COLUMNS or not columnar.wants_columns(n):
         return updates
     parts = []

@@ -23,10 +23,16 @@ N = columnar.COLUMNAR_MIN + 100
 BAD = (13, 14)
 
 
-@pytest.fixture(params=[True, False], ids=["columns", "rows"])
+@pytest.fixture(params=[(True, None), (True, 1000), (False, None)],
+                ids=["columns", "columns-in-slices", "rows"])
 def keep_columns(request, monkeypatch):
-    monkeypatch.setattr(kept_input, "KEEP_COLUMNS", request.param)
-    return request.param
+    """The switch on (whole, or in slices of 1,000: several slices joined under
+    every test through the dataflow) and off."""
+    on, chunk = request.param
+    monkeypatch.setattr(kept_input, "KEEP_COLUMNS", on)
+    if chunk:
+        monkeypatch.setattr(kept_input, "CHUNK", chunk)
+    return on
 
 
 def _time(product: bool, t: int):
@@ -126,6 +132,15 @@ def test_rows_of_kept_are_the_updates_given(ups, frontier, chunk):
     assert kept_input.in_advance(kept, f) in (ups, expect)
     if type(kept) is KeptUpdates:
         assert kept.in_advance(f) == expect
+
+
+def test_diffs_summing_past_the_bound_over_the_whole_stay_a_list():
+    """Each slice's diffs are within `encode_records`' bound and the whole's are not:
+    kept as columns, the engine's int64 consolidation of them would wrap around."""
+    d = (1 << 50) - 1
+    ups = [(7, 0, d)] * 8192
+    assert type(kept_input.keep(ups[:4096], chunk=4096)) is KeptUpdates
+    assert kept_input.keep(ups, chunk=4096) is ups
 
 
 def test_small_or_not_plain_input_stays_a_list():
