@@ -302,11 +302,11 @@ def test_an_operator_reading_frontiers_hears_the_first_even_with_no_data():
 def test_laws_minimal_times_of_a_count_table_are_its_antichain(pairs, ints):
     """The tracker's fast paths (one time, two products of ints, products of ints
     by tuple order) give exactly `Antichain`'s minimal elements, in its order."""
-    from ddflow.progress import _minimal_times
+    from ddflow.progress import minimal_times
     for times in ([Product(a, b) for a, b in pairs], ints,
                   [Product(Product(a, b), a) for a, b in pairs]):
         table = dict.fromkeys(times, 1)
-        assert tuple(_minimal_times(table)) == Antichain(table).elements
+        assert tuple(minimal_times(table)) == Antichain(table).elements
 
 
 def test_a_rolled_back_step_leaves_no_operator_unscheduled():
