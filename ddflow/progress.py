@@ -49,21 +49,21 @@ EMPTY = Antichain()
 
 
 # The shapes of summary the tracker applies inline, and how it recognises them.
-_SAME, _NEXT, _ENTER, _LEAVE, _OTHER = range(5)
+SAME, ADD, PUSH, POP, OTHER = range(5)
 
 
-def _kind_of(s: Summary) -> tuple[int, Any]:
+def kind_of(s: Summary) -> tuple[int, Any]:
     """`(shape, argument)` of a summary: the identity, `add` rounds, entering at a
     round, leaving one scope, or anything else (applied by `Summary.apply`)."""
     if s == IDENTITY:
-        return _SAME, None
+        return SAME, None
     if not s.pop and not s.push:
-        return _NEXT, s.add
+        return ADD, s.add
     if not s.pop and not s.add and len(s.push) == 1:
-        return _ENTER, s.push[0]
+        return PUSH, s.push[0]
     if s.pop == 1 and not s.add and not s.push:
-        return _LEAVE, None
-    return _OTHER, s
+        return POP, None
+    return OTHER, s
 
 
 class Pointstamps:
@@ -293,13 +293,13 @@ class Tracker(Pointstamps):
             # One image of the time per summary, then every port it reaches that way.
             for kind, arg, entries in effect:
                 # The common summaries inline (a call per image would cost more).
-                if kind == _SAME:
+                if kind == SAME:
                     t = time
-                elif kind == _NEXT:
+                elif kind == ADD:
                     t = make(Product, (time[0], time[1] + arg))
-                elif kind == _ENTER:
+                elif kind == PUSH:
                     t = make(Product, (time, arg))
-                elif kind == _LEAVE:
+                elif kind == POP:
                     t = time[0]
                 else:
                     t = arg.apply(time)
@@ -365,7 +365,7 @@ class Tracker(Pointstamps):
     def _effect(self, pattern: tuple) -> tuple:
         """What a time leaving and entering these locations does to the watched ports:
         `(shape, argument, ((port, +-n, its node), ...))` per summary (see
-        `_kind_of`), for every (port, summary) whose count does not cancel."""
+        `kind_of`), for every (port, summary) whose count does not cancel."""
         total: dict[tuple, int] = {}
         for location, delta in pattern:
             for port in self._direct[location]:
@@ -376,7 +376,7 @@ class Tracker(Pointstamps):
         for (port, s), n in total.items():
             if n:
                 by_summary.setdefault(s, []).append((port, n, self.node_of[port]))
-        effect = tuple((*_kind_of(s), tuple(entries)) for s, entries in by_summary.items())
+        effect = tuple((*kind_of(s), tuple(entries)) for s, entries in by_summary.items())
         if len(self._effects) >= _KEPT:
             self._effects.clear()
         self._effects[pattern] = effect

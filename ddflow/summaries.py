@@ -167,7 +167,7 @@ def path_summaries(inputs: Sequence[Sequence[int]], steps: Sequence[Summary]
             merge(reach, move(steps[c], out[c]))
         return reach
 
-    for component in _components(n, consumers):
+    for component in components(n, consumers):
         if len(component) == 1 and not any(c == component[0] for _p, c in
                                             consumers[component[0]]):
             out[component[0]] = gather(component[0])
@@ -203,7 +203,7 @@ def _same_reach(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(a[k] is b[k] for k in a)
 
 
-def _components(n: int, consumers: Sequence[Sequence[tuple[int, int]]]) -> list[list[int]]:
+def components(n: int, consumers: Sequence[Sequence[tuple[int, int]]]) -> list[list[int]]:
     """The strongly connected components of the graph of nodes (edges producer ->
     consumer), downstream first (Tarjan's algorithm, without recursion)."""
     index = [-1] * n

@@ -3,8 +3,9 @@
 A `Plan` is the static, picklable description of a dataflow graph: for each node its
 producers, its consumers (with the exchange function that shards the records they
 receive), its number of input ports and its progress `Summary`; and, computed once
-here, the least path summaries between all places of the graph, which progress
-tracking pushes pointstamp changes along.  Engines instantiate operators from the
+here, what progress tracking needs: the least path summaries between all places of
+the graph (`Tracker`), or nothing beyond the graph for the tracker that pushes
+changes edge by edge (`EdgeTracker`, for large graphs: see `TRACKING`).  Engines instantiate operators from the
 graph's node factories (`ddflow.graph`, which also holds the rewrites done before
 compiling: `prepare`, `grow`) and run them over a plan; they never read or write the
 front door's objects beyond that.
@@ -19,8 +20,27 @@ import attrs
 from lattice import Antichain
 from ddflow.graph import Growth
 from ddflow.progress import Tracker
-from ddflow.summaries import Summary, path_summaries, port_numbers
+from ddflow.progress_edges import EdgeTracker
+from ddflow.summaries import Summary, components, path_summaries, port_numbers
 from operators.base import Operator
+
+
+#: Which progress tracker a plan gets: "paths" (`Tracker`: a change goes straight to
+#: the ports it reaches, along path summaries between all pairs of places, which take
+#: time and memory quadratic in the graph to build), "edges" (`EdgeTracker`: a change
+#: goes one edge at a time, nothing but the graph is built), or "auto": paths up to
+#: `PATHS_UP_TO` nodes, edges above.  Tests set it to run both.
+TRACKING = "auto"
+PATHS_UP_TO = 1_000
+
+
+def tracking_for(n_nodes: int) -> str:
+    """The tracker (`TRACKING`) a graph of `n_nodes` nodes gets: "paths" or "edges"."""
+    if TRACKING == "auto":
+        return "paths" if n_nodes <= PATHS_UP_TO else "edges"
+    if TRACKING not in ("paths", "edges"):
+        raise ValueError(f"TRACKING is 'auto', 'paths' or 'edges', not {TRACKING!r}")
+    return TRACKING
 
 
 @attrs.frozen
@@ -38,8 +58,9 @@ class PlanNode:
 class Plan:
     nodes: tuple
     ports: tuple            # node -> location numbers of its input ports
-    reach: tuple            # location -> ((port, least summaries), ...)
+    reach: tuple | None     # location -> ((port, least summaries), ...); None: edges
     watched: tuple          # node -> whether anyone reads its input frontier
+    cyclic: tuple           # node -> whether its output reaches its input (a loop)
 
     @classmethod
     def of(cls, nodes: Sequence[Any], summaries: Sequence[Summary],
@@ -54,10 +75,19 @@ class Plan:
                            for c, port in n.consumers),
                      max(1, len(n.inputs)), summaries[i])
             for i, n in enumerate(nodes))
-        reach = path_summaries(inputs, summaries)
-        return cls(plan_nodes, tuple(port_numbers(inputs)),
-                   tuple(tuple(r) for r in reach),
-                   tuple(watched) if watched is not None else (True,) * len(nodes))
+        reach = (tuple(tuple(r) for r in path_summaries(inputs, summaries))
+                 if tracking_for(len(nodes)) == "paths" else None)
+        consumers: list[list[tuple[int, int]]] = [[] for _ in nodes]
+        for i, ins in enumerate(inputs):
+            for p, producer in enumerate(ins):
+                consumers[producer].append((p, i))
+        cyclic = [False] * len(nodes)
+        for component in components(len(nodes), consumers):
+            for j in component:
+                cyclic[j] = len(component) > 1 or any(c == j for _p, c in consumers[j])
+        return cls(plan_nodes, tuple(port_numbers(inputs)), reach,
+                   tuple(watched) if watched is not None else (True,) * len(nodes),
+                   tuple(cyclic))
 
     @classmethod
     def of_operators(cls, nodes: Sequence[Any], ops: Sequence[Any]) -> Plan:
@@ -65,7 +95,10 @@ class Plan:
         operator instances."""
         return cls.of(nodes, [op.summary for op in ops], [op.reads_frontier() for op in ops])
 
-    def tracker(self) -> Tracker:
+    def tracker(self) -> Tracker | EdgeTracker:
+        if self.reach is None:
+            return EdgeTracker([pn.inputs for pn in self.nodes],
+                               [pn.summary for pn in self.nodes], self.watched)
         return Tracker(self.ports, self.reach, self.watched)
 
     def frontiers_of(self, caps: dict, queued: dict) -> list[tuple[Antichain, ...]]:

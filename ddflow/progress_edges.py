@@ -1,0 +1,266 @@
+"""Progress tracking edge by edge: each place's frontier from its neighbours'.
+
+`ddflow.progress.Tracker` pushes a change of a location's frontier straight to every
+watched input port it reaches, along the least path summaries between all pairs of
+places (`ddflow.summaries.path_summaries`, computed when a plan is compiled).  That
+table is quadratic in the graph: a chain of 1,000 concat + distinct steps (4,000
+nodes) holds millions of entries and takes seconds to build before its first run.
+
+`EdgeTracker` keeps no such table.  As in timely dataflow's
+`progress/reachability.rs`, every location counts the times *implied* there: its own
+minimal pointstamps, and each predecessor's frontier moved by the one edge between
+them (the identity from an output to the ports reading it, the operator's `Summary`
+from an input port to its output).  A change of a location's frontier goes one edge
+on, and travels further only where it moves the next frontier: building it is linear
+in the graph, and a change costs the frontiers it moves.
+
+Changes are taken lowest time first, then upstream first.  The time order is what
+ends the work in a loop: when a time `t` leaves the head of a loop, `t + 1` (implied
+around the loop by `t` itself) surfaces there until the removal of `t` has gone round
+and taken it away; taking all of `t`'s changes before any of `t + 1`'s lets the two
+meet and cancel at one location instead of chasing each other round the loop.  Times
+are ordered by `flat_key`, a total order over the times of every scope that every
+cycle raises (a cycle passes a feedback, which adds a round in its scope).
+
+The fixed point is that of the path summaries: a time is complete at a port exactly
+when no pointstamp can reach it at or before it (`EdgeTracker._check` compares the
+two).  Which tracker a plan gets is `ddflow.engine.plan`'s switch.
+"""
+
+from __future__ import annotations
+
+from heapq import heappop, heappush
+from typing import Any, Sequence
+
+from lattice import Antichain, Product, sort_key
+from lattice.antichain import in_advance
+from ddflow.progress import (ADD, EMPTY, POP, PUSH, SAME, Pointstamps, kind_of,
+                             minimal_times)
+from ddflow.summaries import Summary, components, path_summaries, port_numbers
+
+#: How many distinct frontiers (shared objects) and time keys a tracker keeps.
+_KEPT = 4096
+
+
+def flat_key(t: Any) -> tuple:
+    """A total order over the times of all scopes of one dataflow: the coordinates,
+    outermost first (an outer time sorts before its rounds: `(e,) < (e, 0)`).  It
+    extends each scope's partial order, and a feedback raises it."""
+    if type(t) is int:
+        return (t,)
+    if type(t) is Product:
+        return flat_key(t[0]) + flat_key(t[1])
+    return (sort_key(t),)
+
+
+def _moved(kind: int, arg: Any, t: Any) -> Any:
+    """`t` moved by a summary of shape `kind` (`ddflow.progress.kind_of`)."""
+    if kind == SAME:
+        return t
+    if kind == ADD:
+        return Product(t[0], t[1] + arg)
+    if kind == PUSH:
+        return Product(t, arg)
+    if kind == POP:
+        return t[0]
+    return arg.apply(t)
+
+
+class EdgeTracker(Pointstamps):
+    """Pointstamp counts at every location, and every location's frontier, kept by
+    pushing frontier changes one edge at a time (the interface of
+    `ddflow.progress.Tracker`).
+
+    >>> from lattice import Product as P
+    >>> from ddflow.summaries import ENTER, IDENTITY, NEXT_ROUND
+    >>> tr = EdgeTracker([[], [0, 2], [1]], [ENTER, IDENTITY, NEXT_ROUND])
+    >>> tr.update(0, P(5, 0), +1)
+    >>> sorted(tr.propagate())
+    [1, 2]
+    >>> tr.frontiers(1), tr.frontiers(2)
+    ((Antichain([Product(5, 0)]), Antichain([Product(5, 1)])), (Antichain([Product(5, 0)]),))
+    >>> tr.update(0, P(5, 0), -1); _ = tr.propagate(); tr.frontiers(1)
+    (Antichain([]), Antichain([]))
+    """
+
+    def __init__(self, inputs: Sequence[Sequence[int]], steps: Sequence[Summary],
+                 watched: Sequence[bool] | None = None) -> None:
+        self.inputs = [tuple(ins) for ins in inputs]
+        self.steps = list(steps)
+        self.ports = ports = port_numbers(inputs)
+        n = len(inputs)
+        n_locations = n + sum(len(ps) for ps in ports)
+        super().__init__(n_locations)
+        self.node_of = list(range(n)) + [0] * (n_locations - n)
+        for i, ps in enumerate(ports):
+            for port in ps:
+                self.node_of[port] = i
+        # Only the ports of watched nodes report their node as moved (the others
+        # never act on a frontier); every location's frontier is kept, since changes
+        # travel through them all.
+        self.watched = [True] * n if watched is None else list(watched)
+        #: location -> ((next location, shape, argument), ...): an output feeds the
+        #: ports reading it unchanged; a port feeds its node's output, moved by the
+        #: node's summary
+        onward: list[list] = [[] for _ in range(n_locations)]
+        consumers: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        for i, ins in enumerate(inputs):
+            kind, arg = kind_of(steps[i])
+            for port in ports[i]:
+                onward[port].append((i, kind, arg))
+            for p, producer in enumerate(ins):
+                onward[producer].append((ports[i][p], SAME, None))
+                consumers[producer].append((ports[i][p], i))
+        self._onward = [tuple(o) for o in onward]
+        # Upstream first: components of the graph upstream first, a node's ports
+        # before its output (within a component, by node number).
+        self._rank = [0] * n_locations
+        k = 0
+        for component in reversed(components(n, consumers)):
+            for j in sorted(component):
+                for port in ports[j]:
+                    self._rank[port] = k
+                self._rank[j] = k + 1
+                k += 2
+        #: location -> {time: how many of its own minimal pointstamps and of its
+        #: predecessors' (moved) frontier elements are that time}, and the minimal times
+        self.implied: list[dict] = [{} for _ in range(n_locations)]
+        self._elements: list[tuple] = [()] * n_locations
+        #: port -> its frontier as last handed out, and whether its elements moved since
+        self._frontier: list[Antichain] = [EMPTY] * n_locations
+        self._stale: list[bool] = [False] * n_locations
+        self._node_frontiers: list[tuple] = [tuple(EMPTY for _ in ps) for ps in ports]
+        self._antichains: dict[tuple, Antichain] = {(): EMPTY}
+        self._keys: dict[Any, tuple] = {}
+
+    def settle(self, node: int | None = None, push: bool = True
+               ) -> tuple[dict[int, bool], tuple[Antichain, ...] | None]:
+        """Apply the recorded changes (if `push`), then read `node`'s input frontiers
+        (if a node is given): the watched nodes whose input frontier moved (the keys
+        of the dict), and those frontiers."""
+        by_time = self.own_moves() if push else None
+        moved = self._push(by_time) if by_time else {}
+        if node is None:
+            return moved, None
+        ports = self.ports[node]
+        stale = self._stale
+        for port in ports:
+            if stale[port]:
+                stale[port] = False
+                self.rebuilt += 1
+                elements = self._elements[port]
+                if elements != self._frontier[port].elements:
+                    self._frontier[port] = self._intern(elements)
+                    self._node_frontiers[node] = tuple(self._frontier[p] for p in ports)
+        return moved, self._node_frontiers[node]
+
+    def _push(self, by_time: dict) -> dict[int, bool]:
+        """Push the own frontiers' moves (`own_moves`) edge by edge, lowest time
+        first, until no frontier moves."""
+        keys, rank, onward = self._keys, self._rank, self._onward
+        implied, elements_of, stale = self.implied, self._elements, self._stale
+        node_of, watched = self.node_of, self.watched
+        n_nodes = len(self.ports)
+        if len(keys) >= _KEPT:
+            keys.clear()
+        # (location, time) -> net change not yet applied; the heap holds one entry
+        # per key of `pending` (a sequence number breaks ties: times never compared).
+        pending: dict[tuple, int] = {}
+        heap: list[tuple] = []
+        seq = 0
+        for time in by_time:
+            key = keys[time] if time in keys else keys.setdefault(time, flat_key(time))
+            for location, delta in by_time[time]:
+                pending[(location, time)] = delta
+                heap.append((key, rank[location], seq, location, time))
+                seq += 1
+        heap.sort()
+        moved: dict[int, bool] = {}
+        n_times = 0
+        while heap:
+            _key, _rank, _seq, location, t = heappop(heap)
+            delta = pending.pop((location, t))
+            if not delta:
+                continue
+            n_times += 1
+            c = implied[location]
+            old = c[t] if t in c else 0
+            new = old + delta
+            if new:
+                c[t] = new
+            else:
+                del c[t]
+            before = elements_of[location]
+            if old <= 0 < new:
+                # A new time moves the frontier only if nothing there is <= it.
+                if before and in_advance(before, t):
+                    continue
+            elif not (new <= 0 < old and t in before):
+                continue
+            after = minimal_times(c)
+            elements_of[location] = after
+            if location >= n_nodes:
+                stale[location] = True
+                node = node_of[location]
+                if watched[node]:
+                    moved[node] = True
+            # The frontier moved: its times that left and came go one edge on.
+            for sign, gone, kept in ((-1, before, after), (1, after, before)):
+                for x in gone:
+                    if x in kept:
+                        continue
+                    for target, kind, arg in onward[location]:
+                        y = x if kind == SAME else _moved(kind, arg, x)
+                        k = (target, y)
+                        if k in pending:
+                            pending[k] += sign
+                        else:
+                            pending[k] = sign
+                            key = keys[y] if y in keys else keys.setdefault(y, flat_key(y))
+                            heappush(heap, (key, rank[target], seq, target, y))
+                            seq += 1
+        self.pushed += n_times
+        return moved
+
+    def _intern(self, elements: tuple) -> Antichain:
+        """The frontier of these minimal times, shared by ports with the same."""
+        interned = self._antichains
+        if elements in interned:
+            return interned[elements]
+        if len(interned) >= _KEPT:
+            interned.clear()
+        f = interned[elements] = Antichain.trusted(elements)
+        return f
+
+    # -- reading -------------------------------------------------------------------
+    def frontier(self, port: int) -> Antichain:
+        node = self.node_of[port]
+        return self.frontiers(node)[self.ports[node].index(port)]
+
+    def _check(self) -> None:
+        """Invariants: no pending change, counts positive, each location's frontier is
+        that of its pointstamps; each location's implied counts are its own frontier
+        and its predecessors' frontiers moved by the edges; and every port's frontier
+        is the one of the path summaries (the minimal images of all pointstamps
+        reaching it: `ddflow.progress.Tracker`'s fixed point)."""
+        self._check_stamps()
+        expect: list[dict] = [{} for _ in self.implied]
+        for location, own in enumerate(self._own):
+            for t in own:
+                expect[location][t] = expect[location].get(t, 0) + 1
+        for location, elements in enumerate(self._elements):
+            assert elements == minimal_times(self.implied[location]), location
+            for target, kind, arg in self._onward[location]:
+                for t in elements:
+                    y = _moved(kind, arg, t)
+                    expect[target][y] = expect[target].get(y, 0) + 1
+        assert expect == self.implied, (expect, self.implied)
+        reach = path_summaries(self.inputs, self.steps)
+        images: list[list] = [[] for _ in self.implied]
+        for location, own in enumerate(self._own):
+            for port, summaries in reach[location]:
+                images[port].extend(s.apply(t) for t in own for s in summaries)
+        for node, ports in enumerate(self.ports):
+            want = tuple(Antichain(images[port]) for port in ports)
+            assert self.frontiers(node) == want, (node, self.frontiers(node), want)
+            assert tuple(self.frontier(port) for port in ports) == want, node
