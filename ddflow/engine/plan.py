@@ -25,22 +25,31 @@ from ddflow.summaries import Summary, components, path_summaries, port_numbers
 from operators.base import Operator
 
 
-#: Which progress tracker a plan gets: "paths" (`Tracker`: a change goes straight to
-#: the ports it reaches, along path summaries between all pairs of places, which take
-#: time and memory quadratic in the graph to build), "edges" (`EdgeTracker`: a change
-#: goes one edge at a time, nothing but the graph is built), or "auto": paths up to
-#: `PATHS_UP_TO` nodes, edges above.  Tests set it to run both.
-TRACKING = "auto"
+#: Which progress tracker a plan gets (`set_tracking`): "paths" (`Tracker`: a change
+#: goes straight to the ports it reaches, along path summaries between all pairs of
+#: places, which take time and memory quadratic in the graph to build; the cheaper
+#: per change on small graphs), "edges" (`EdgeTracker`: a change goes one edge at a
+#: time, nothing beyond the graph is built), or "auto": paths up to `PATHS_UP_TO`
+#: nodes, edges above (benchmarks/bench_progress.py measured both).
+_tracking = "auto"
 PATHS_UP_TO = 1_000
 
 
+def set_tracking(mode: str) -> str:
+    """Choose the tracker of the plans compiled from now on ("auto", "paths" or
+    "edges"); the previous choice."""
+    global _tracking
+    if mode not in ("auto", "paths", "edges"):
+        raise ValueError(f"tracking is 'auto', 'paths' or 'edges', not {mode!r}")
+    old, _tracking = _tracking, mode
+    return old
+
+
 def tracking_for(n_nodes: int) -> str:
-    """The tracker (`TRACKING`) a graph of `n_nodes` nodes gets: "paths" or "edges"."""
-    if TRACKING == "auto":
+    """The tracker a graph of `n_nodes` nodes gets now: "paths" or "edges"."""
+    if _tracking == "auto":
         return "paths" if n_nodes <= PATHS_UP_TO else "edges"
-    if TRACKING not in ("paths", "edges"):
-        raise ValueError(f"TRACKING is 'auto', 'paths' or 'edges', not {TRACKING!r}")
-    return TRACKING
+    return _tracking
 
 
 @attrs.frozen

@@ -13,14 +13,25 @@ from hypothesis import strategies as st
 import ddflow
 from benchmarks.bench_reachability import workload
 from ddflow.algorithms.graphs import reachability
+from ddflow.engine.plan import tracking_for
 from ddflow.progress import Tracker
+from ddflow.progress_edges import EdgeTracker
 from ddflow.summaries import (ENTER, IDENTITY, LEAVE, NEXT_ROUND, path_summaries,
                               path_summaries_by_search, port_numbers)
 from lattice import Antichain, Product, less_equal
 
 #: These tests run() on purpose with inputs that have not moved (rollbacks replayed,
 #: state machines that read between advances); the warning is right, and noise here.
-pytestmark = pytest.mark.filterwarnings("ignore::ddflow.StalledRunWarning")
+#: Every test runs with each tracker (`both_trackers`): by path summaries, by edges.
+pytestmark = [pytest.mark.filterwarnings("ignore::ddflow.StalledRunWarning"),
+              pytest.mark.usefixtures("both_trackers")]
+
+
+def _tracker(inputs, steps, watched=None):
+    """The tracker the current choice (`both_trackers`) gives this graph."""
+    if tracking_for(len(inputs)) == "edges":
+        return EdgeTracker(inputs, steps, watched)
+    return Tracker(port_numbers(inputs), path_summaries(inputs, steps), watched)
 
 STEPS = {"enter": ENTER, "leave": LEAVE, "next": NEXT_ROUND, "id": IDENTITY}
 
@@ -132,7 +143,7 @@ def test_oracle_tracker_frontiers_are_those_of_every_walk(graph, data):
     inputs, steps = graph
     # Counts are kept only at watched nodes' ports; the others' are pulled when read.
     watched = data.draw(st.lists(st.booleans(), min_size=len(inputs), max_size=len(inputs)))
-    tracker = Tracker(port_numbers(inputs), path_summaries(inputs, steps), watched)
+    tracker = _tracker(inputs, steps, watched)
     ports = tracker.ports
     port_of = {(i, p): ports[i][p] for i in range(len(inputs)) for p in range(len(ports[i]))}
     n = len(inputs)
