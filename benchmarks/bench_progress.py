@@ -5,7 +5,8 @@ straight to the ports it reaches along the least path summaries between all pair
 places: building them is quadratic in the graph (a chain of 1,000 concat + distinct
 steps took 14.5 s at its first `run()`).  `ddflow.progress_edges.EdgeTracker`
 pushes changes one edge at a time and builds nothing beyond the graph; the plan
-takes it past `ddflow.engine.plan.PATHS_UP_TO` nodes ("auto").
+takes it when the path table would pass `ddflow.engine.plan.PATHS_UP_TO` pairs
+("auto").
 
 What it measures (process CPU, in child processes, `benchmarks/progress_child.py`,
 the pattern of `bench_engine_core`; the parent commit, `--base`, checked out in a
@@ -77,15 +78,10 @@ def _chain_runs(trees: dict[str, Path], config: dict, paths_max: int, tmp: Path,
                           "epoch_ms": median(r["epoch_ms"]),
                           "peak_rss_mb": r["peak_rss_mb"]}
             row["nodes"] = r["nodes"]
-        # What "auto" gives this graph: the paths tracker up to PATHS_UP_TO nodes.
-        row["auto"] = "paths" if row["nodes"] <= _paths_up_to() else "edges"
+            if tree == "current":
+                row["auto"] = r["auto"]         # what "auto" gives this graph
         rows.append(row)
     return rows
-
-
-def _paths_up_to() -> int:
-    from ddflow.engine.plan import PATHS_UP_TO
-    return PATHS_UP_TO
 
 
 def _reach_runs(trees: dict[str, Path], config: dict, seed: int, tmp: Path,

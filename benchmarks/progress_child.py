@@ -49,6 +49,18 @@ def _tracker_name(df: Any) -> str:
     return type(df.engine._worker.tracker).__name__
 
 
+def _auto(df: Any) -> str:
+    """The tracker "auto" gives this dataflow's graph ("paths" in a tree with one)."""
+    from ddflow.engine import plan
+    if not hasattr(plan, "tracking_for"):
+        return "paths"
+    old = plan.set_tracking("auto")
+    try:
+        return plan.tracking_for([pn.inputs for pn in df.engine._worker.plan.nodes])
+    finally:
+        plan.set_tracking(old)
+
+
 def chain(p: dict) -> dict:
     mode = _tracking(p.get("tracking"))
     import ddflow
@@ -73,7 +85,8 @@ def chain(p: dict) -> dict:
         epochs.append((time.process_time() - t) * 1e3)
     answer = cap.at(p["epochs"])
     assert answer == {k: 1 for k in range(p["epochs"] + 1)}, answer
-    return {"mode": mode, "tracker": _tracker_name(df), "nodes": len(df.nodes),
+    return {"mode": mode, "tracker": _tracker_name(df), "auto": _auto(df),
+            "nodes": len(df.nodes),
             "build_ms": (c1 - c0) * 1e3, "first_run_ms": (c2 - c1) * 1e3,
             "epoch_ms": epochs, "peak_rss_mb": rss.peak_mb()}
 

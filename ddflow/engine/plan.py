@@ -21,7 +21,8 @@ from lattice import Antichain
 from ddflow.graph import Growth
 from ddflow.progress import Tracker
 from ddflow.progress_edges import EdgeTracker
-from ddflow.summaries import Summary, components, path_summaries, port_numbers
+from ddflow.summaries import (Summary, components, path_summaries, port_numbers,
+                              reach_size)
 from operators.base import Operator
 
 
@@ -29,10 +30,14 @@ from operators.base import Operator
 #: goes straight to the ports it reaches, along path summaries between all pairs of
 #: places, which take time and memory quadratic in the graph to build; the cheaper
 #: per change on small graphs), "edges" (`EdgeTracker`: a change goes one edge at a
-#: time, nothing beyond the graph is built), or "auto": paths up to `PATHS_UP_TO`
-#: nodes, edges above (benchmarks/bench_progress.py measured both).
+#: time, nothing beyond the graph is built), or "auto": paths while their table has
+#: at most `PATHS_UP_TO` (location, port) pairs (`reach_size`; ~1 us of build each),
+#: edges above.  Small graphs keep the paths tracker, the cheaper per change (on the
+#: one-edge reachability epochs, half the edge tracker's CPU); a large table is both
+#: slow to build and slow per change (a change touches every watched port it
+#: reaches).  benchmarks/bench_progress.py measures both.
 _tracking = "auto"
-PATHS_UP_TO = 1_000
+PATHS_UP_TO = 250_000
 
 
 def set_tracking(mode: str) -> str:
@@ -45,10 +50,11 @@ def set_tracking(mode: str) -> str:
     return old
 
 
-def tracking_for(n_nodes: int) -> str:
-    """The tracker a graph of `n_nodes` nodes gets now: "paths" or "edges"."""
+def tracking_for(inputs: Sequence[Sequence[int]]) -> str:
+    """The tracker the graph of these producers (node -> its inputs) gets now:
+    "paths" or "edges"."""
     if _tracking == "auto":
-        return "paths" if n_nodes <= PATHS_UP_TO else "edges"
+        return "paths" if reach_size(inputs, PATHS_UP_TO) <= PATHS_UP_TO else "edges"
     return _tracking
 
 
@@ -85,7 +91,7 @@ class Plan:
                      max(1, len(n.inputs)), summaries[i])
             for i, n in enumerate(nodes))
         reach = (tuple(tuple(r) for r in path_summaries(inputs, summaries))
-                 if tracking_for(len(nodes)) == "paths" else None)
+                 if tracking_for(inputs) == "paths" else None)
         consumers: list[list[tuple[int, int]]] = [[] for _ in nodes]
         for i, ins in enumerate(inputs):
             for p, producer in enumerate(ins):

@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.filterwarnings("ignore::ddflow.StalledRunWarning"),
 
 def _tracker(inputs, steps, watched=None):
     """The tracker the current choice (`both_trackers`) gives this graph."""
-    if tracking_for(len(inputs)) == "edges":
+    if tracking_for(inputs) == "edges":
         return EdgeTracker(inputs, steps, watched)
     return Tracker(port_numbers(inputs), path_summaries(inputs, steps), watched)
 

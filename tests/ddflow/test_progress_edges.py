@@ -16,7 +16,7 @@ from ddflow.errors import ProgressError
 from ddflow.progress import Tracker
 from ddflow.progress_edges import EdgeTracker, flat_key
 from ddflow.summaries import (ENTER, IDENTITY, LEAVE, NEXT_ROUND, path_summaries,
-                              path_summaries_by_search, port_numbers)
+                              path_summaries_by_search, port_numbers, reach_size)
 from lattice import Antichain, Product, less_equal
 
 
@@ -126,12 +126,15 @@ def test_agree_edge_tracker_and_path_tracker_on_nested_loops(graph, root_product
 @given(nested_graphs(max_depth=3))
 def test_agree_path_summaries_on_nested_loops(graph):
     """The per-node path summaries (which `EdgeTracker._check` compares against, and
-    the paths tracker pushes along) are the search's on these graphs too."""
+    the paths tracker pushes along) are the search's on these graphs too, and
+    `reach_size` counts them."""
     inputs, steps, _depth = graph
     def as_sets(reach):
         return [{port: set(ss) for port, ss in r} for r in reach]
-    assert as_sets(path_summaries(inputs, steps)) == \
-        as_sets(path_summaries_by_search(inputs, steps))
+    reach = path_summaries(inputs, steps)
+    assert as_sets(reach) == as_sets(path_summaries_by_search(inputs, steps))
+    # And `reach_size` (the switch's measure) counts its pairs without building it.
+    assert reach_size(inputs) == sum(len(r) for r in reach)
 
 
 @settings(max_examples=200)
@@ -184,7 +187,8 @@ def test_work_a_long_chain_builds_no_path_table_and_pushes_each_frontier_once():
     tracker = df.engine._worker.tracker
     assert isinstance(tracker, EdgeTracker) and df.engine._worker.plan.reach is None
     n_locations = len(tracker.implied)
-    assert n_locations > 2 * plan_module.PATHS_UP_TO
+    assert reach_size([pn.inputs for pn in df.engine._worker.plan.nodes]) > \
+        plan_module.PATHS_UP_TO
     assert tracker.pushed <= 4 * n_locations, (tracker.pushed, n_locations)
     tracker._check()
     pushed = tracker.pushed
@@ -200,13 +204,19 @@ def test_set_tracking_chooses_the_tracker_of_the_next_plans():
     try:
         for mode, kind in (("paths", Tracker), ("edges", EdgeTracker)):
             set_tracking(mode)
-            assert tracking_for(10**6) == mode
+            assert tracking_for([()]) == mode
             plan = Plan.of(nodes, summaries)
             assert isinstance(plan.tracker(), kind)
             assert (plan.reach is None) == (mode == "edges")
         set_tracking("auto")
-        assert tracking_for(plan_module.PATHS_UP_TO) == "paths"
-        assert tracking_for(plan_module.PATHS_UP_TO + 1) == "edges"
+        # By the size of the path table: a chain of k nodes lists k(k+1)/2 + k(k-1)/2.
+        for k in (400, 800):
+            chain = [()] + [(i,) for i in range(k - 1)]
+            size = reach_size(chain)
+            assert size == k * k
+            assert tracking_for(chain) == ("paths" if size <= plan_module.PATHS_UP_TO
+                                           else "edges")
+        assert tracking_for([[]] * 10**4) == "paths"      # many nodes, no paths
         with pytest.raises(ValueError, match="tracking"):
             set_tracking("all")
     finally:
