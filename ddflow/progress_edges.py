@@ -36,7 +36,8 @@ from lattice import Antichain, Product, sort_key
 from lattice.antichain import in_advance
 from ddflow.progress import (ADD, EMPTY, POP, PUSH, SAME, Pointstamps, kind_of,
                              minimal_times)
-from ddflow.summaries import Summary, components, path_summaries, port_numbers
+from ddflow.summaries import (Summary, components, consumers_of, path_summaries,
+                              port_numbers)
 
 #: How many distinct frontiers (shared objects) and time keys a tracker keeps.
 _KEPT = 4096
@@ -84,7 +85,11 @@ class EdgeTracker(Pointstamps):
     """
 
     def __init__(self, inputs: Sequence[Sequence[int]], steps: Sequence[Summary],
-                 watched: Sequence[bool] | None = None) -> None:
+                 watched: Sequence[bool] | None = None,
+                 found: Sequence[Sequence[int]] | None = None) -> None:
+        """A tracker of the graph whose node `i` reads `inputs[i]` and moves times by
+        `steps[i]`; `watched` nodes (default all) are reported when their input
+        frontier moves; `found`: the graph's `components`, if already known."""
         self.inputs = [tuple(ins) for ins in inputs]
         self.steps = list(steps)
         self.ports = ports = port_numbers(inputs)
@@ -99,24 +104,28 @@ class EdgeTracker(Pointstamps):
         # never act on a frontier); every location's frontier is kept, since changes
         # travel through them all.
         self.watched = [True] * n if watched is None else list(watched)
+        #: location -> the node to report when its frontier moves (a watched
+        #: node's input port), else -1
+        self._report = [self.node_of[loc] if loc >= n and self.watched[self.node_of[loc]]
+                        else -1 for loc in range(n_locations)]
         #: location -> ((next location, shape, argument), ...): an output feeds the
         #: ports reading it unchanged; a port feeds its node's output, moved by the
         #: node's summary
         onward: list[list] = [[] for _ in range(n_locations)]
-        consumers: list[list[tuple[int, int]]] = [[] for _ in range(n)]
         for i, ins in enumerate(inputs):
             kind, arg = kind_of(steps[i])
             for port in ports[i]:
                 onward[port].append((i, kind, arg))
             for p, producer in enumerate(ins):
                 onward[producer].append((ports[i][p], SAME, None))
-                consumers[producer].append((ports[i][p], i))
         self._onward = [tuple(o) for o in onward]
+        if found is None:
+            found = components(n, consumers_of(inputs))
         # Upstream first: components of the graph upstream first, a node's ports
         # before its output (within a component, by node number).
         self._rank = [0] * n_locations
         k = 0
-        for component in reversed(components(n, consumers)):
+        for component in reversed(found):
             for j in sorted(component):
                 for port in ports[j]:
                     self._rank[port] = k
@@ -159,8 +168,7 @@ class EdgeTracker(Pointstamps):
         first, until no frontier moves."""
         keys, rank, onward = self._keys, self._rank, self._onward
         implied, elements_of, stale = self.implied, self._elements, self._stale
-        node_of, watched = self.node_of, self.watched
-        n_nodes = len(self.ports)
+        report = self._report
         if len(keys) >= _KEPT:
             keys.clear()
         # (location, time) -> net change not yet applied; the heap holds one entry
@@ -171,18 +179,20 @@ class EdgeTracker(Pointstamps):
         for time in by_time:
             key = keys[time] if time in keys else keys.setdefault(time, flat_key(time))
             for location, delta in by_time[time]:
-                pending[(location, time)] = delta
-                heap.append((key, rank[location], seq, location, time))
+                at = (location, time)
+                pending[at] = delta
+                heap.append((key, rank[location], seq, at))
                 seq += 1
         heap.sort()
         moved: dict[int, bool] = {}
         n_times = 0
         while heap:
-            _key, _rank, _seq, location, t = heappop(heap)
-            delta = pending.pop((location, t))
+            at = heappop(heap)[3]
+            delta = pending.pop(at)
             if not delta:
                 continue
             n_times += 1
+            location, t = at
             c = implied[location]
             old = c[t] if t in c else 0
             new = old + delta
@@ -193,17 +203,21 @@ class EdgeTracker(Pointstamps):
             before = elements_of[location]
             if old <= 0 < new:
                 # A new time moves the frontier only if nothing there is <= it.
-                if before and in_advance(before, t):
+                if not before:
+                    after: tuple = (t,)
+                elif in_advance(before, t):
                     continue
-            elif not (new <= 0 < old and t in before):
+                else:
+                    after = minimal_times(c)
+            elif new <= 0 < old and t in before:
+                after = minimal_times(c) if c else ()
+            else:
                 continue
-            after = minimal_times(c)
             elements_of[location] = after
-            if location >= n_nodes:
-                stale[location] = True
-                node = node_of[location]
-                if watched[node]:
-                    moved[node] = True
+            stale[location] = True
+            node = report[location]
+            if node >= 0:
+                moved[node] = True
             # The frontier moved: its times that left and came go one edge on.
             for sign, gone, kept in ((-1, before, after), (1, after, before)):
                 for x in gone:
@@ -211,13 +225,13 @@ class EdgeTracker(Pointstamps):
                         continue
                     for target, kind, arg in onward[location]:
                         y = x if kind == SAME else _moved(kind, arg, x)
-                        k = (target, y)
-                        if k in pending:
-                            pending[k] += sign
+                        to = (target, y)
+                        if to in pending:
+                            pending[to] += sign
                         else:
-                            pending[k] = sign
+                            pending[to] = sign
                             key = keys[y] if y in keys else keys.setdefault(y, flat_key(y))
-                            heappush(heap, (key, rank[target], seq, target, y))
+                            heappush(heap, (key, rank[target], seq, to))
                             seq += 1
         self.pushed += n_times
         return moved

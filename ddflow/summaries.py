@@ -103,10 +103,7 @@ def path_summaries(inputs: Sequence[Sequence[int]], steps: Sequence[Summary]
     """
     ports = port_numbers(inputs)
     n = len(inputs)
-    consumers: list[list[tuple[int, int]]] = [[] for _ in range(n)]   # (port, its node)
-    for i, ins in enumerate(inputs):
-        for p, producer in enumerate(ins):
-            consumers[producer].append((ports[i][p], i))
+    consumers = consumers_of(inputs)            # (port, its node)
     # Antichains are interned (one tuple per set of summaries), so that telling two
     # apart, and remembering a union or a move, is by identity.
     interned: dict[frozenset, tuple] = {}
@@ -291,7 +288,18 @@ def port_numbers(inputs: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
     return ports
 
 
-def reach_size(inputs: Sequence[Sequence[int]], limit: int | None = None) -> int:
+def consumers_of(inputs: Sequence[Sequence[int]]) -> list[list[tuple[int, int]]]:
+    """node -> the (port location, node) pairs reading its output."""
+    ports = port_numbers(inputs)
+    consumers: list[list[tuple[int, int]]] = [[] for _ in inputs]
+    for i, ins in enumerate(inputs):
+        for p, producer in enumerate(ins):
+            consumers[producer].append((ports[i][p], i))
+    return consumers
+
+
+def reach_size(inputs: Sequence[Sequence[int]], limit: int | None = None,
+               found: Sequence[Sequence[int]] | None = None) -> int:
     """How many (location, port) pairs `path_summaries` lists: what building its table
     (and a `Tracker` on it) costs, counted without building it; once past `limit`,
     some number past it.
@@ -299,20 +307,18 @@ def reach_size(inputs: Sequence[Sequence[int]], limit: int | None = None) -> int
     Each node's set of reached ports is a bit set (a Python int), the union of its
     consumers' ports and their outputs' sets, taken a strongly connected component
     at a time, downstream first (every node of a component reaches what any of them
-    does): a few word operations per pair, not a summary each.
+    does): a few word operations per pair, not a summary each.  `found`: the
+    graph's `components`, if already known.
 
     >>> reach_size([[], [0], [1]]), reach_size([[], [0, 2], [1]])    # a chain, a loop
     (9, 18)
     """
     ports = port_numbers(inputs)
     n = len(inputs)
-    consumers: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-    for i, ins in enumerate(inputs):
-        for p, producer in enumerate(ins):
-            consumers[producer].append((ports[i][p], i))
+    consumers = consumers_of(inputs)
     bits = [0] * n
     total = 0
-    for component in components(n, consumers):
+    for component in components(n, consumers) if found is None else found:
         inside = set(component)
         union = 0
         for j in component:

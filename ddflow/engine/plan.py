@@ -21,8 +21,8 @@ from lattice import Antichain
 from ddflow.graph import Growth
 from ddflow.progress import Tracker
 from ddflow.progress_edges import EdgeTracker
-from ddflow.summaries import (Summary, components, path_summaries, port_numbers,
-                              reach_size)
+from ddflow.summaries import (Summary, components, consumers_of, path_summaries,
+                              port_numbers, reach_size)
 from operators.base import Operator
 
 
@@ -50,11 +50,13 @@ def set_tracking(mode: str) -> str:
     return old
 
 
-def tracking_for(inputs: Sequence[Sequence[int]]) -> str:
+def tracking_for(inputs: Sequence[Sequence[int]],
+                 found: Sequence[Sequence[int]] | None = None) -> str:
     """The tracker the graph of these producers (node -> its inputs) gets now:
-    "paths" or "edges"."""
+    "paths" or "edges" (`found`: its `components`, if known)."""
     if _tracking == "auto":
-        return "paths" if reach_size(inputs, PATHS_UP_TO) <= PATHS_UP_TO else "edges"
+        small = reach_size(inputs, PATHS_UP_TO, found) <= PATHS_UP_TO
+        return "paths" if small else "edges"
     return _tracking
 
 
@@ -76,6 +78,7 @@ class Plan:
     reach: tuple | None     # location -> ((port, least summaries), ...); None: edges
     watched: tuple          # node -> whether anyone reads its input frontier
     cyclic: tuple           # node -> whether its output reaches its input (a loop)
+    components: tuple       # the graph's strongly connected components, downstream first
 
     @classmethod
     def of(cls, nodes: Sequence[Any], summaries: Sequence[Summary],
@@ -90,19 +93,17 @@ class Plan:
                            for c, port in n.consumers),
                      max(1, len(n.inputs)), summaries[i])
             for i, n in enumerate(nodes))
+        consumers = consumers_of(inputs)
+        found = tuple(tuple(c) for c in components(len(nodes), consumers))
         reach = (tuple(tuple(r) for r in path_summaries(inputs, summaries))
-                 if tracking_for(inputs) == "paths" else None)
-        consumers: list[list[tuple[int, int]]] = [[] for _ in nodes]
-        for i, ins in enumerate(inputs):
-            for p, producer in enumerate(ins):
-                consumers[producer].append((p, i))
+                 if tracking_for(inputs, found) == "paths" else None)
         cyclic = [False] * len(nodes)
-        for component in components(len(nodes), consumers):
+        for component in found:
             for j in component:
                 cyclic[j] = len(component) > 1 or any(c == j for _p, c in consumers[j])
         return cls(plan_nodes, tuple(port_numbers(inputs)), reach,
                    tuple(watched) if watched is not None else (True,) * len(nodes),
-                   tuple(cyclic))
+                   tuple(cyclic), found)
 
     @classmethod
     def of_operators(cls, nodes: Sequence[Any], ops: Sequence[Any]) -> Plan:
@@ -113,7 +114,8 @@ class Plan:
     def tracker(self) -> Tracker | EdgeTracker:
         if self.reach is None:
             return EdgeTracker([pn.inputs for pn in self.nodes],
-                               [pn.summary for pn in self.nodes], self.watched)
+                               [pn.summary for pn in self.nodes], self.watched,
+                               self.components)
         return Tracker(self.ports, self.reach, self.watched)
 
     def frontiers_of(self, caps: dict, queued: dict) -> list[tuple[Antichain, ...]]:
