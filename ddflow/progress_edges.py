@@ -36,7 +36,7 @@ from lattice import Antichain, Product, sort_key
 from lattice.antichain import in_advance
 from ddflow.progress import (ADD, EMPTY, POP, PUSH, SAME, Pointstamps, kind_of,
                              minimal_times)
-from ddflow.summaries import (Summary, components, consumers_of, path_summaries,
+from ddflow.summaries import (IDENTITY, Summary, components, consumers_of, path_summaries,
                               port_numbers)
 
 #: How many distinct frontiers (shared objects) and time keys a tracker keeps.
@@ -100,27 +100,30 @@ class EdgeTracker(Pointstamps):
         for i, ps in enumerate(ports):
             for port in ps:
                 self.node_of[port] = i
-        # Only the ports of watched nodes report their node as moved (the others
-        # never act on a frontier); every location's frontier is kept, since changes
-        # travel through them all.
         self.watched = [True] * n if watched is None else list(watched)
         #: location -> the node to report when its frontier moves (a watched
         #: node's input port), else -1
         self._report = [self.node_of[loc] if loc >= n and self.watched[self.node_of[loc]]
                         else -1 for loc in range(n_locations)]
-        #: location -> ((next location, shape, argument), ...): an output feeds the
-        #: ports reading it unchanged; a port feeds its node's output, moved by the
-        #: node's summary
-        onward: list[list] = [[] for _ in range(n_locations)]
+        consumers = consumers_of(inputs)
+        if found is None:
+            found = components(n, consumers)
+        #: location -> whether it keeps a frontier (a junction, see `_junctions`)
+        self.junction = _junctions(inputs, steps, self.watched, ports, consumers, found)
+        #: location -> ((junction, shape, argument), ...): one per least summary of
+        #: the paths from it to the junctions it reaches without passing another
+        self._onward = tuple(
+            tuple((target, *kind_of(s)) for target, ss in hop for s in ss)
+            for hop in path_summaries(inputs, steps, self.junction))
+        #: location -> ((location before it, shape, argument), ...): the plain edges
+        #: backwards, to compute a frontier that is not kept (`_pull`)
+        back: list[list] = [[] for _ in range(n_locations)]
         for i, ins in enumerate(inputs):
             kind, arg = kind_of(steps[i])
-            for port in ports[i]:
-                onward[port].append((i, kind, arg))
+            back[i] = [(port, kind, arg) for port in ports[i]]
             for p, producer in enumerate(ins):
-                onward[producer].append((ports[i][p], SAME, None))
-        self._onward = [tuple(o) for o in onward]
-        if found is None:
-            found = components(n, consumers_of(inputs))
+                back[ports[i][p]].append((producer, SAME, None))
+        self._back = tuple(tuple(b) for b in back)
         # Upstream first: components of the graph upstream first, a node's ports
         # before its output (within a component, by node number).
         self._rank = [0] * n_locations
@@ -131,8 +134,9 @@ class EdgeTracker(Pointstamps):
                     self._rank[port] = k
                 self._rank[j] = k + 1
                 k += 2
-        #: location -> {time: how many of its own minimal pointstamps and of its
-        #: predecessors' (moved) frontier elements are that time}, and the minimal times
+        #: junction -> {time: how many of the own minimal pointstamps of the
+        #: locations hopping to it (itself included) and of the frontiers of the
+        #: junctions hopping to it, moved by the hop, are that time}; its minimal times
         self.implied: list[dict] = [{} for _ in range(n_locations)]
         self._elements: list[tuple] = [()] * n_locations
         #: port -> its frontier as last handed out, and whether its elements moved since
@@ -152,6 +156,8 @@ class EdgeTracker(Pointstamps):
         if node is None:
             return moved, None
         ports = self.ports[node]
+        if not self.junction[ports[0]]:
+            return moved, tuple(self._intern(self._pull(port)) for port in ports)
         stale = self._stale
         for port in ports:
             if stale[port]:
@@ -176,13 +182,23 @@ class EdgeTracker(Pointstamps):
         pending: dict[tuple, int] = {}
         heap: list[tuple] = []
         seq = 0
+        junction = self.junction
         for time in by_time:
-            key = keys[time] if time in keys else keys.setdefault(time, flat_key(time))
             for location, delta in by_time[time]:
-                at = (location, time)
-                pending[at] = delta
-                heap.append((key, rank[location], seq, at))
-                seq += 1
+                # A junction counts its own pointstamps; any other location hands
+                # them straight to the junctions it hops to.
+                hops = (((location, SAME, None),) if junction[location]
+                        else onward[location])
+                for target, kind, arg in hops:
+                    y = time if kind == SAME else _moved(kind, arg, time)
+                    to = (target, y)
+                    if to in pending:
+                        pending[to] += delta
+                    else:
+                        pending[to] = delta
+                        key = keys[y] if y in keys else keys.setdefault(y, flat_key(y))
+                        heap.append((key, rank[target], seq, to))
+                        seq += 1
         heap.sort()
         moved: dict[int, bool] = {}
         n_times = 0
@@ -251,23 +267,54 @@ class EdgeTracker(Pointstamps):
         node = self.node_of[port]
         return self.frontiers(node)[self.ports[node].index(port)]
 
+    def _pull(self, location: int) -> tuple:
+        """The minimal times that can still reach a location that keeps no frontier
+        (not a junction): its own, and those of the locations before it (a
+        junction's kept frontier, or pulled the same way), moved by the edges.  No
+        loop avoids the junctions (`_junctions`), so the walk back ends."""
+        junction, back, kept = self.junction, self._back, self._elements
+        memo: dict[int, tuple] = {}
+        stack = [location]
+        while stack:
+            loc = stack[-1]
+            if loc in memo:
+                stack.pop()
+                continue
+            missing = [b for b, _kind, _arg in back[loc] if not junction[b] and b not in memo]
+            if missing:
+                stack += missing
+                continue
+            stack.pop()
+            times = list(self._own[loc])
+            for b, kind, arg in back[loc]:
+                times += [_moved(kind, arg, x) for x in (kept[b] if junction[b] else memo[b])]
+            memo[loc] = Antichain(times).elements
+        return memo[location]
+
     def _check(self) -> None:
         """Invariants: no pending change, counts positive, each location's frontier is
-        that of its pointstamps; each location's implied counts are its own frontier
-        and its predecessors' frontiers moved by the edges; and every port's frontier
-        is the one of the path summaries (the minimal images of all pointstamps
-        reaching it: `ddflow.progress.Tracker`'s fixed point)."""
+        that of its pointstamps; each junction's counts are the own frontiers of the
+        locations hopping to it and the frontiers of the junctions hopping to it,
+        moved by the hops; and every port's frontier is the one of the path summaries
+        (the minimal images of all pointstamps reaching it: `ddflow.progress.Tracker`'s
+        fixed point)."""
         self._check_stamps()
         expect: list[dict] = [{} for _ in self.implied]
-        for location, own in enumerate(self._own):
-            for t in own:
-                expect[location][t] = expect[location].get(t, 0) + 1
-        for location, elements in enumerate(self._elements):
-            assert elements == minimal_times(self.implied[location]), location
-            for target, kind, arg in self._onward[location]:
-                for t in elements:
+
+        def count(hops: tuple, times: tuple) -> None:
+            for target, kind, arg in hops:
+                for t in times:
                     y = _moved(kind, arg, t)
                     expect[target][y] = expect[target].get(y, 0) + 1
+
+        for location, own in enumerate(self._own):
+            if self.junction[location]:
+                count(((location, SAME, None),), own)
+                elements = self._elements[location]
+                assert elements == minimal_times(self.implied[location]), location
+                count(self._onward[location], elements)
+            else:
+                count(self._onward[location], own)
         assert expect == self.implied, (expect, self.implied)
         reach = path_summaries(self.inputs, self.steps)
         images: list[list] = [[] for _ in self.implied]
@@ -278,3 +325,38 @@ class EdgeTracker(Pointstamps):
             want = tuple(Antichain(images[port]) for port in ports)
             assert self.frontiers(node) == want, (node, self.frontiers(node), want)
             assert tuple(self.frontier(port) for port in ports) == want, node
+
+
+def _junctions(inputs: Sequence[Sequence[int]], steps: Sequence[Summary],
+               watched: Sequence[bool], ports: Sequence[tuple[int, ...]],
+               consumers: Sequence[Sequence[tuple[int, int]]],
+               found: Sequence[Sequence[int]]) -> list[bool]:
+    """The locations that keep a frontier: the input ports of watched nodes (they
+    read it), and enough ports to cut every loop (a change hops from junction to
+    junction, and must not go round a loop in one hop): the ports of the nodes in a
+    loop that move times (its feedback, and the enters and leaves of loops inside);
+    then all ports of any loop the cut graph still has (a loop of identities, which
+    well-formed dataflows do not build)."""
+    n = len(inputs)
+    junction = [False] * (n + sum(len(ps) for ps in ports))
+
+    def looped(component: Sequence[int], succ: Sequence[Sequence[tuple[int, int]]]) -> bool:
+        return len(component) > 1 or any(c == component[0] for _q, c in succ[component[0]])
+
+    for i in range(n):
+        if watched[i]:
+            for port in ports[i]:
+                junction[port] = True
+    for component in found:
+        if looped(component, consumers):
+            for j in component:
+                if steps[j] != IDENTITY:
+                    for port in ports[j]:
+                        junction[port] = True
+    cut = [[(q, c) for q, c in consumers[j] if not junction[q]] for j in range(n)]
+    for component in components(n, cut):
+        if looped(component, cut):
+            for j in component:
+                for port in ports[j]:
+                    junction[port] = True
+    return junction

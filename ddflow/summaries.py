@@ -81,7 +81,8 @@ def _insert_summary(antichain: list, s: Summary) -> bool:
     return True
 
 
-def path_summaries(inputs: Sequence[Sequence[int]], steps: Sequence[Summary]
+def path_summaries(inputs: Sequence[Sequence[int]], steps: Sequence[Summary],
+                   stop: Sequence[bool] | None = None
                    ) -> list[list[tuple[int, tuple[Summary, ...]]]]:
     """For every location, the ports it reaches and the least summaries of the paths.
 
@@ -100,6 +101,10 @@ def path_summaries(inputs: Sequence[Sequence[int]], steps: Sequence[Summary]
     (it only adds a round, never a least summary).  Composing summaries is monotone
     (`s <= s'` gives `x.then(s) <= x.then(s')`), so the least summaries of the
     composed paths are those of the least ones: the same antichains as the search.
+
+    With `stop` (location -> bool), a path ends at the first `stop` port it comes to:
+    every location lists only the `stop` ports it reaches without passing another,
+    and a port does not list itself (the hops of `ddflow.progress_edges`).
     """
     ports = port_numbers(inputs)
     n = len(inputs)
@@ -154,14 +159,17 @@ def path_summaries(inputs: Sequence[Sequence[int]], steps: Sequence[Summary]
     # The reach of port `q` of node `j`: itself, then whatever `j`'s output reaches.
     def of_port(port: int, node: int) -> dict:
         reach = dict(move(steps[node], out[node]))
-        merge(reach, {port: own})
+        if stop is None:
+            merge(reach, {port: own})
         return reach
 
     def gather(j: int) -> dict:
         reach: dict = {}
         for port, c in consumers[j]:
-            merge(reach, {port: own})
-            merge(reach, move(steps[c], out[c]))
+            if stop is None or stop[port]:
+                merge(reach, {port: own})
+            if stop is None or not stop[port]:
+                merge(reach, move(steps[c], out[c]))
         return reach
 
     for component in components(n, consumers):
