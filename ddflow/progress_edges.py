@@ -34,9 +34,10 @@ from typing import Any, Sequence
 
 from lattice import Antichain, Product, sort_key
 from lattice.antichain import in_advance
+from ddflow.errors import ProgressError
 from ddflow.progress import (ADD, EMPTY, POP, PUSH, SAME, Pointstamps, kind_of,
                              minimal_times)
-from ddflow.summaries import (IDENTITY, Summary, components, consumers_of, path_summaries,
+from ddflow.summaries import (Summary, components, consumers_of, path_summaries,
                               port_numbers)
 
 #: How many distinct frontiers (shared objects) and time keys a tracker keeps.
@@ -331,32 +332,36 @@ def _junctions(inputs: Sequence[Sequence[int]], steps: Sequence[Summary],
                watched: Sequence[bool], ports: Sequence[tuple[int, ...]],
                consumers: Sequence[Sequence[tuple[int, int]]],
                found: Sequence[Sequence[int]]) -> list[bool]:
-    """The locations that keep a frontier: the input ports of watched nodes (they
-    read it), and enough ports to cut every loop (a change hops from junction to
-    junction, and must not go round a loop in one hop): the ports of the nodes in a
-    loop that move times (its feedback, and the enters and leaves of loops inside);
-    then all ports of any loop the cut graph still has (a loop of identities, which
-    well-formed dataflows do not build)."""
+    """The locations that keep a frontier (all input ports of a node, or none):
+
+    * the ports of watched nodes (they read it);
+    * the ports of nodes read by two or more (so that every other location has one
+      way on to its next junctions: the hop table stays linear in the graph);
+    * the ports of every feedback in a loop (a node adding rounds), which cuts every
+      loop: a change must not go round one in a single hop.
+
+    A loop left in the cut graph moves no time; counts passed round it would hold
+    each other up, so it is refused (the front door builds none)."""
     n = len(inputs)
     junction = [False] * (n + sum(len(ps) for ps in ports))
 
     def looped(component: Sequence[int], succ: Sequence[Sequence[tuple[int, int]]]) -> bool:
         return len(component) > 1 or any(c == component[0] for _q, c in succ[component[0]])
 
-    for i in range(n):
-        if watched[i]:
-            for port in ports[i]:
-                junction[port] = True
     for component in found:
         if looped(component, consumers):
             for j in component:
-                if steps[j] != IDENTITY:
+                s = steps[j]
+                if s.add > 0 and not s.pop and not s.push:
                     for port in ports[j]:
                         junction[port] = True
     cut = [[(q, c) for q, c in consumers[j] if not junction[q]] for j in range(n)]
     for component in components(n, cut):
         if looped(component, cut):
-            for j in component:
-                for port in ports[j]:
-                    junction[port] = True
+            raise ProgressError(f"nodes {sorted(component)} form a loop with no feedback "
+                                "(no node adding a round): progress cannot advance round it")
+    for i in range(n):
+        if watched[i] or len(consumers[i]) > 1:
+            for port in ports[i]:
+                junction[port] = True
     return junction

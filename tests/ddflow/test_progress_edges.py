@@ -247,3 +247,40 @@ def test_plan_cyclic_is_whether_a_node_reaches_its_own_input():
     want = tuple(any(port in plan.ports[i] for port, _ss in plan.reach[i])
                  for i in range(len(nodes)))
     assert plan.cyclic == want and any(want) and not all(want)
+
+
+def test_work_hops_stay_linear_on_a_chain_with_a_reader_at_every_step():
+    """A chain of unwatched maps, each also read by a watched distinct: without a
+    junction on the chain every map would hop to every distinct downstream (a
+    quadratic table); the ports of a node read twice are junctions, so every
+    location hops to at most two."""
+    for n in (100, 400):
+        inputs, watched = [()], [False]
+        for _ in range(n):
+            inputs.append((len(inputs) - 1 if len(inputs) == 1 else len(inputs) - 2,))
+            watched.append(False)
+            inputs.append((len(inputs) - 1,))
+            watched.append(True)
+        tracker = EdgeTracker(inputs, [IDENTITY] * len(inputs), watched)
+        assert sum(len(hops) for hops in tracker._onward) <= 2 * len(tracker.implied)
+        tracker.update(0, 5, 1)
+        tracker.propagate()
+        tracker._check()
+        assert tracker.pushed <= 2 * n + 2
+
+
+def test_a_loop_with_no_feedback_is_refused_by_name():
+    """A loop that adds no round (the front door builds none, but a graph can say
+    it): counts passed round it would hold each other up after the pointstamp is
+    gone, so the edge tracker refuses it, naming its nodes (the paths tracker
+    counts from the pointstamps themselves and takes it)."""
+    inputs = [[], [0, 2], [1]]
+    with pytest.raises(ProgressError, match=r"nodes \[1, 2\] form a loop with no feedback"):
+        EdgeTracker(inputs, [IDENTITY] * 3)
+    by_paths = Tracker(port_numbers(inputs), path_summaries(inputs, [IDENTITY] * 3))
+    by_paths.update(2, 7, 1)
+    by_paths.propagate()
+    by_paths.update(2, 7, -1)
+    by_paths.propagate()
+    by_paths._check()
+    assert by_paths.frontiers(1) == (Antichain(), Antichain())
