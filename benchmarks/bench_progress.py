@@ -1,12 +1,12 @@
-"""Benchmark: progress tracking's compile cost, by path summaries and edge by edge.
+"""Benchmark: progress tracking's compile cost, by path summaries and hop by hop.
 
 A plan used to get one tracker, `ddflow.progress.Tracker`, which pushes a change
 straight to the ports it reaches along the least path summaries between all pairs of
 places: building them is quadratic in the graph (a chain of 1,000 concat + distinct
 steps took 14.5 s at its first `run()`).  `ddflow.progress_edges.EdgeTracker`
-pushes changes one edge at a time and builds nothing beyond the graph; the plan
-takes it when the path table would pass `ddflow.engine.plan.PATHS_UP_TO` pairs
-("auto").
+passes changes between the ports that keep a frontier, along a table of hops
+linear in the graph; the plan takes it when the path table would pass
+`ddflow.engine.plan.PATHS_UP_TO` pairs ("auto").
 
 What it measures (process CPU, in child processes, `benchmarks/progress_child.py`,
 the pattern of `bench_engine_core`; the parent commit, `--base`, checked out in a

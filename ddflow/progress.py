@@ -23,6 +23,10 @@ timely's `progress/reachability.rs`):
   which those are is known when the plan is compiled); any other port's frontier
   is computed from the locations' frontiers when someone asks.
 
+The table of path summaries is quadratic in the graph; past a size, a plan takes
+`ddflow.progress_edges.EdgeTracker` instead, which passes changes from one kept
+frontier to the next (the two share `Pointstamps`, the recording of changes).
+
 What it does not do: decide when to look (the engines' `Worker` does), or know what
 a time is beyond `less_equal` and the summaries.  The invariant (`Tracker._check`):
 a time is complete at a port exactly when no pointstamp can reach the port at or
@@ -270,9 +274,10 @@ class Tracker(Pointstamps):
         """
         by_time = self.own_moves() if push else {}
         # The net effect of each pattern of (location, +-1) of a time on the ports is
-        # computed once and kept.  Applied to the counts straight away: each pattern's effect is already net, and
-        # two patterns meeting at one (port, time) in one call is rare (when it
-        # happens, a transient zero only marks a frontier for a recompute).
+        # computed once and kept.  Applied to the counts straight away: each
+        # pattern's effect is already net, and two patterns meeting at one (port,
+        # time) in one call is rare (when it happens, a transient zero only marks a
+        # frontier for a recompute).
         effects = self._effects
         make = tuple.__new__        # builds a Product without a Python-level call
         moved: dict[int, bool] = {}

@@ -4,8 +4,8 @@ A `Plan` is the static, picklable description of a dataflow graph: for each node
 producers, its consumers (with the exchange function that shards the records they
 receive), its number of input ports and its progress `Summary`; and, computed once
 here, what progress tracking needs: the least path summaries between all places of
-the graph (`Tracker`), or nothing beyond the graph for the tracker that pushes
-changes edge by edge (`EdgeTracker`, for large graphs: see `TRACKING`).  Engines instantiate operators from the
+the graph (`Tracker`), or, for a large graph, its components (`EdgeTracker`, which
+builds its own linear table of hops: see `set_tracking`).  Engines instantiate operators from the
 graph's node factories (`ddflow.graph`, which also holds the rewrites done before
 compiling: `prepare`, `grow`) and run them over a plan; they never read or write the
 front door's objects beyond that.
@@ -29,8 +29,8 @@ from operators.base import Operator
 #: Which progress tracker a plan gets (`set_tracking`): "paths" (`Tracker`: a change
 #: goes straight to the ports it reaches, along path summaries between all pairs of
 #: places, which take time and memory quadratic in the graph to build; the cheaper
-#: per change on small graphs), "edges" (`EdgeTracker`: a change goes one edge at a
-#: time, nothing beyond the graph is built), or "auto": paths while their table has
+#: per change on small graphs), "edges" (`EdgeTracker`: a change hops between the
+#: ports that keep a frontier, a table linear in the graph), or "auto": paths while their table has
 #: at most `PATHS_UP_TO` (location, port) pairs (`reach_size`; ~1 us of build each),
 #: edges above.  Small graphs keep the paths tracker, the cheaper per change (on the
 #: one-edge reachability epochs, half the edge tracker's CPU); a large table is both
