@@ -5,8 +5,8 @@ producers, its consumers (with the exchange function that shards the records the
 receive), its number of input ports and its progress `Summary`; and, computed once
 here, what progress tracking needs: the least path summaries between all places of
 the graph (`Tracker`), or, for a large graph, its components (`EdgeTracker`, which
-builds its own linear table of hops: see `set_tracking`).  Engines instantiate operators from the
-graph's node factories (`ddflow.graph`, which also holds the rewrites done before
+builds its own linear table of hops: see `set_tracking`).  Engines instantiate
+operators from the graph's node factories (`ddflow.graph`, which also holds the rewrites done before
 compiling: `prepare`, `grow`) and run them over a plan; they never read or write the
 front door's objects beyond that.
 """
@@ -30,12 +30,13 @@ from operators.base import Operator
 #: goes straight to the ports it reaches, along path summaries between all pairs of
 #: places, which take time and memory quadratic in the graph to build; the cheaper
 #: per change on small graphs), "edges" (`EdgeTracker`: a change hops between the
-#: ports that keep a frontier, a table linear in the graph), or "auto": paths while their table has
-#: at most `PATHS_UP_TO` (location, port) pairs (`reach_size`; ~1 us of build each),
-#: edges above.  Small graphs keep the paths tracker, the cheaper per change (on the
-#: one-edge reachability epochs, half the edge tracker's CPU); a large table is both
-#: slow to build and slow per change (a change touches every watched port it
-#: reaches).  benchmarks/bench_progress.py measures both.
+#: ports that keep a frontier, a table linear in the graph), or "auto": paths while
+#: their table has at most `PATHS_UP_TO` (location, port) pairs (`reach_size`; ~1 us
+#: of build each), edges above.  Small graphs keep the paths tracker, the cheaper per
+#: change (a one-edge reachability epoch takes 1.4-2x as long with the edge
+#: tracker); a large table is both slow to build and slow per change (a change
+#: touches every watched port it reaches).  benchmarks/bench_progress.py measures
+#: both.
 _tracking = "auto"
 PATHS_UP_TO = 250_000
 
