@@ -540,7 +540,13 @@ def consolidate_records(updates: list) -> list | None:
 @gc_paused
 def records(c: Columns) -> list[tuple]:
     """Unkeyed columns (`encode_records`) back to `(data, time, diff)` triples."""
-    return list(zip(decode_col(c.keys, c.kshape), decode_times(c), c.diffs.tolist()))
+    return list(iter_records(c))
+
+
+def iter_records(c: Columns) -> Iterator[tuple]:
+    """`records(c)` one at a time: for a caller that makes rows of its own of them,
+    so that the triples are not all held besides (72 bytes a record)."""
+    return zip(decode_col(c.keys, c.kshape), decode_times(c), c.diffs.tolist())
 
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1

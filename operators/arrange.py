@@ -130,7 +130,7 @@ class Arrange(Operator):
         self.trace.insert(batch)
         # By key, the records are the pairs readers take; by self, readers take
         # `(data, ())` pairs, which are no record columns: rows.
-        self.emit([((d, ()), t, r) for d, t, r in columnar.records(records)]
+        self.emit([((d, ()), t, r) for d, t, r in columnar.iter_records(records)]
                   if self.by_self else records)
         self._upper = frontier
         return True
