@@ -45,8 +45,8 @@ from benchmarks.bench_reachability import workload
 from benchmarks.common import goals_table, median, save, table
 
 CHILD = Path(__file__).resolve().parent / "progress_child.py"
-#: The commit this work started from (main before the edge tracker).
-BASE = "3fe2bd1"
+#: main just before the edge tracker came in (the merge's first parent).
+BASE = "174bced"
 FULL = dict(steps=(125, 250, 500, 1_000, 2_000, 4_000), paths_max=500, epochs=3,
             reach=dict(nodes=2_000, edges=6_000, roots=5, changes=20), reps=3)
 QUICK = dict(steps=(25, 50), paths_max=50, epochs=2,

@@ -5,6 +5,9 @@ between them (work counted, never timed)."""
 
 from __future__ import annotations
 
+import signal
+from contextlib import contextmanager
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,9 +26,10 @@ from lattice import Antichain, Product, less_equal
 @st.composite
 def nested_graphs(draw, max_depth: int = 2):
     """A random graph of loops nested up to `max_depth` deep: in every scope, nodes
-    reading one or two earlier nodes of the scope, and loops (an enter, a head
-    reading the enter and the loop's feedback, a body, the feedback, a leave).  Also
-    the scope depth of every location (node outputs first, then ports)."""
+    reading one to three earlier nodes of the scope, and loops (an enter, one to
+    three variables' heads reading the enter and each its own feedback, a body, the
+    feedbacks, one or two leaves).  Also the scope depth of every location (node
+    outputs first, then ports)."""
     inputs: list[tuple] = []
     steps: list = []
     depth_out: list[int] = []
@@ -36,24 +40,29 @@ def nested_graphs(draw, max_depth: int = 2):
         depth_out.append(depth)
         return len(inputs) - 1
 
-    def scope(depth: int, entry: int) -> int:
-        nodes = [entry]
+    def scope(depth: int, entry: int, heads: list | None = None) -> list[int]:
+        nodes = [entry, *(heads or [])[1:]]
         for _ in range(draw(st.integers(1, 3))):
             kinds = ["one", "two", "loop"] if depth < max_depth else ["one", "two"]
             kind = draw(st.sampled_from(kinds))
             if kind == "one":
                 nodes.append(add((draw(st.sampled_from(nodes)),), IDENTITY, depth))
             elif kind == "two":
-                a, b = draw(st.sampled_from(nodes)), draw(st.sampled_from(nodes))
-                nodes.append(add((a, b), IDENTITY, depth))
+                ins = draw(st.lists(st.sampled_from(nodes), min_size=2, max_size=3))
+                nodes.append(add(tuple(ins), IDENTITY, depth))
             else:
+                # One to three variables: a head each, reading the enter and its
+                # own feedback, fed back from anywhere in the body.
                 enter = add((draw(st.sampled_from(nodes)),), ENTER, depth + 1)
-                head = add((enter,), IDENTITY, depth + 1)
-                last = scope(depth + 1, head)
-                feedback = add((last,), NEXT_ROUND, depth + 1)
-                inputs[head] = (enter, feedback)
-                nodes.append(add((last,), LEAVE, depth))
-        return draw(st.sampled_from(nodes[1:]))
+                heads = [add((enter,), IDENTITY, depth + 1)
+                         for _ in range(draw(st.integers(1, 3)))]
+                body = scope(depth + 1, heads[0], heads)
+                for head in heads:
+                    feedback = add((draw(st.sampled_from(body)),), NEXT_ROUND, depth + 1)
+                    inputs[head] = (enter, feedback)
+                for last in draw(st.lists(st.sampled_from(body), min_size=1, max_size=2)):
+                    nodes.append(add((last,), LEAVE, depth))
+        return nodes[1:] if len(nodes) > 1 else nodes
 
     scope(0, add((), IDENTITY, 0))
     ports = port_numbers(inputs)
@@ -62,6 +71,21 @@ def nested_graphs(draw, max_depth: int = 2):
         for p, port in enumerate(ps):
             depth[port] = depth_out[inputs[i][p]] if inputs[i] else 0
     return inputs, steps, depth
+
+
+@contextmanager
+def _no_hang(seconds: int = 20):
+    """Fail instead of hanging: a tracker that takes changes in the wrong order
+    chases a removal and the time it implied around a loop for ever."""
+    def fail(_signum, _frame):
+        raise AssertionError(f"propagation did not end within {seconds} s")
+    previous = signal.signal(signal.SIGALRM, fail)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _time(depth: int, coords: list[int], root_product: bool):
@@ -105,7 +129,8 @@ def test_agree_edge_tracker_and_path_tracker_on_nested_loops(graph, root_product
         for tr in (by_paths, by_edges):
             for location, t, k in changes:
                 tr.update(location, t, k)
-            moved = tr.propagate()
+            with _no_hang():
+                moved = tr.propagate()
             tr._check()
             now = _frontiers(tr, n)
             for i in range(n):
@@ -117,7 +142,8 @@ def test_agree_edge_tracker_and_path_tracker_on_nested_loops(graph, root_product
     for tr in (by_paths, by_edges):
         for location, t, k in live:
             tr.update(location, t, -k)
-        tr.propagate()
+        with _no_hang():
+            tr.propagate()
         tr._check()
         assert all(f == Antichain() for fs in _frontiers(tr, n) for f in fs)
 
