@@ -47,8 +47,8 @@ from ddflow.diff import check_diff
 #: seals them without encoding triples.  False: triples, the path before (the
 #: switch; the tests run both).
 MAP_COLUMNS = True
-
-_first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
+#: `_map_fields` transposes up to this many triples by `zip(*batch)`.
+_ZIP_MAX = 4096
 
 
 def set_map_columns(on: bool) -> bool:
@@ -201,13 +201,15 @@ class Linear(Operator):
         """The maps applied to the data alone (C-level passes over the batch): record
         columns when the results are plain, else triples zipped once; None when a
         function raised (the row path runs it again and names the record)."""
-        data = list(map(_first, batch))
+        if len(batch) <= _ZIP_MAX:
+            data, times, diffs = zip(*batch)    # one transposing pass
+        else:       # (a call of a million arguments costs more than three maps)
+            data, times, diffs = (list(map(itemgetter(i), batch)) for i in range(3))
         try:
             for stage in self.stages:
                 data = list(map(stage[1], data))
         except Exception:  # noqa: BLE001 - user code: blamed by the row path
             return None
-        times, diffs = list(map(_second, batch)), list(map(_third, batch))
         cols = columnar.encode_fields(data, times, diffs)
         return cols if cols is not None else list(zip(data, times, diffs))
 
