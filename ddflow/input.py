@@ -34,7 +34,7 @@ from ddflow.columnar import Columns, wants_column_batch, wants_columns
 from ddflow.graph import Node
 from ddflow.updates import (check_lattice, checked_update, consolidate_unsorted,
                             not_self_equal)
-from operators.base import Operator, as_rows
+from operators.base import Operator
 
 EMPTY = Antichain()
 

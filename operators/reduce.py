@@ -61,7 +61,7 @@ from operators.base import Operator, Update
 from operators.history import floor_of, replay, replay_chain, replay_direct, replay_total
 from operators.reduce_chain import (CHAIN_MIN_KEYS, chain_corrections_of,
                                     register_total_logic, supports)
-from ddflow.columnar import columnar_min
+from ddflow.columnar import columnar_min, wants_column_batch
 from operators.undo import UndoDict
 from ddflow.diff import check_diff
 from ddflow.errors import DataError, DiffError
@@ -191,7 +191,9 @@ class Reduce(Operator):
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         frontier = frontiers[0]
         emitted: list[Update] = []
-        chained = None
+        # The chain kernel's corrections as keyed columns, if it made them so: the
+        # output batch when nothing else was emitted (no rows encoded again).
+        chained: list = []
         n_chained = 0
         if self._by_time:
             memo: dict = {}
@@ -206,9 +208,6 @@ class Reduce(Operator):
             # Only keys with a complete pending time can have anything to evaluate:
             # every candidate time lies above a pending one.
             keys: dict = {}
-            # The chain kernel's corrections as keyed columns, if it made them so:
-            # the output batch when nothing else was emitted (no rows encoded).
-            chained: list = []
             complete = [t for t in self._by_time if not beyond(t)]
             for t in complete:
                 keys.update(self._by_time[t])
@@ -223,8 +222,8 @@ class Reduce(Operator):
             lower = self._upper if self._upper is not None else lower_of(Antichain(), emitted,
                                                                           frontier)
             batch = None
-            if (chained and len(chained) == 1 and n_chained == len(emitted)
-                    and chained[0] is not None and len(chained[0]) == n_chained):
+            if (len(chained) == 1 and chained[0] is not None and n_chained == len(emitted)
+                    and len(chained[0]) == n_chained and wants_column_batch(n_chained)):
                 batch = Batch.from_columns(chained[0], lower, frontier)
             if batch is None:
                 batch = Batch.from_updates(emitted, lower=lower, upper=frontier)

@@ -163,3 +163,39 @@ def test_bad_updates_raise_and_leave_the_session_unchanged(on):
         assert dict(cap.at(0)) == {(1, "a"): 1}
     finally:
         _restore(old)
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_a_failed_step_of_column_input_rolls_back_whole(on):
+    """A step whose input went on as columns (300 updates) fails in a map after it:
+    the input's history, the arrangement and the count are as before the step, the
+    culprit is named and discarded, and the next run answers as if it never came."""
+    old = _switches(on)
+    try:
+        df = ddflow.Dataflow()
+        s, c = df.new_collection("s")
+
+        def f(x):
+            if x == (7, -1):
+                raise ValueError("poisoned")
+            return x[0] % 10
+        cap = c.map(f).count().capture()
+        for i in range(300):
+            s.update((i, i), 1)
+        s.advance_to(1)
+        df.run()
+        before = s.contents(0)
+        for i in range(300):
+            s.update((i + 300, i), 1)
+        s.update((7, -1), 1)
+        s.advance_to(2)
+        with pytest.raises(ddflow.DataflowError) as err:
+            df.run()
+        assert [u[1:] for u in err.value.inputs] == [((7, -1), 1, 1)]
+        assert s.contents(0) == before
+        df.discard(err.value)
+        df.run()
+        assert s.contents(1) == {(i, i % 300): 1 for i in range(600)}
+        assert dict(cap.at(1)) == {(d, 60): 1 for d in range(10)}
+    finally:
+        _restore(old)
