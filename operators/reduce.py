@@ -61,7 +61,7 @@ from operators.base import Operator, Update
 from operators.history import floor_of, replay, replay_chain, replay_direct, replay_total
 from operators.reduce_chain import (CHAIN_MIN_KEYS, chain_corrections_of,
                                     register_total_logic, supports)
-from ddflow.columnar import columnar_min, wants_column_batch
+from ddflow.columnar import columnar_min
 from operators.undo import UndoDict
 from ddflow.diff import check_diff
 from ddflow.errors import DataError, DiffError
@@ -222,8 +222,11 @@ class Reduce(Operator):
             lower = self._upper if self._upper is not None else lower_of(Antichain(), emitted,
                                                                           frontier)
             batch = None
+            # Sealed as columns whatever their number: a loop's small rounds too (the
+            # reachability load at 200k nodes held 286 bytes an edge so, 308 with the
+            # rounds below the columnar batch size as rows).
             if (len(chained) == 1 and chained[0] is not None and n_chained == len(emitted)
-                    and len(chained[0]) == n_chained and wants_column_batch(n_chained)):
+                    and len(chained[0]) == n_chained):
                 batch = Batch.from_columns(chained[0], lower, frontier)
             if batch is None:
                 batch = Batch.from_updates(emitted, lower=lower, upper=frontier)
