@@ -116,12 +116,12 @@ def base_tree(rev: str) -> Iterator[Path]:
 
 
 def run_child(tree: Path, task: str, params: dict, tmp: Path, child: Path = CHILD,
-              timeout: float = CHILD_TIMEOUT_S) -> dict:
+              timeout: float = CHILD_TIMEOUT_S, env: dict | None = None) -> dict:
     """Run one measurement (`child`'s `task`) in a fresh interpreter importing
-    ddflow from `tree`."""
+    ddflow from `tree`; `env`: variables set for it besides."""
     pfile = tmp / f"params-{task}-{os.getpid()}-{time.monotonic_ns()}.json"
     pfile.write_text(json.dumps(params))
-    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0")
+    env = dict(os.environ, **(env or {}), PYTHONPATH=str(tree), PYTHONHASHSEED="0")
     # -P: the child's script directory (this checkout's benchmarks/) must not come
     # first on sys.path when the base tree is measured.
     cmd = [sys.executable, "-P", str(child), task, str(pfile)]

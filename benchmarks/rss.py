@@ -8,7 +8,9 @@ package: they find this file by its directory, appended to the end of the path.
 `exec` resets.  `ru_maxrss` is not reset: Linux carries the parent's peak over
 into the child, so a child of a parent that grew past it (`bench_bulk --large`
 makes the 1M join+count inputs) read the parent's RSS as its own baseline and peak
-(a state of 0 MB was printed).  `now_mb`: the RSS now.
+(a state of 0 MB was printed).  `now_mb`: the RSS now.  `reset_peak`: start the
+high-water mark again from the RSS now (Linux: `/proc/self/clear_refs`), so that
+a child's peak leaves out what it did before (making its workload).
 """
 
 from __future__ import annotations
@@ -36,3 +38,14 @@ def now_mb() -> float:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
     except (OSError, ValueError, IndexError):
         return peak_mb()
+
+
+def reset_peak() -> bool:
+    """Reset `peak_mb` to the RSS now (writing 5 to `/proc/self/clear_refs`);
+    False where that is not possible (the peak then stays the program's)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False

@@ -553,7 +553,13 @@ def consolidate_records(updates: list) -> list | None:
 @gc_paused
 def records(c: Columns) -> list[tuple]:
     """Unkeyed columns (`encode_records`) back to `(data, time, diff)` triples."""
-    return list(zip(decode_col(c.keys, c.kshape), decode_times(c), c.diffs.tolist()))
+    return list(iter_records(c))
+
+
+def iter_records(c: Columns) -> Iterator[tuple]:
+    """`records(c)` one at a time: for a caller that makes rows of its own of them,
+    so that the triples are not all held besides (72 bytes a record)."""
+    return zip(decode_col(c.keys, c.kshape), decode_times(c), c.diffs.tolist())
 
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -589,18 +595,16 @@ def key_entries(c: Columns, key: Any) -> tuple | None:
 
 
 def encode_keys(keys: Sequence[Any]) -> tuple[np.ndarray, int] | None:
-    """Keys as a key column set (`Columns.keys`, with its `kshape`), or None when
-    they are not plain."""
+    """Keys as a key column set (`Columns.keys`, `kshape`), None if not plain."""
     return _encode_col(keys, len(keys)) if keys else None
 
 
 def encode_times(times: Sequence[Any]) -> tuple[np.ndarray, bool] | None:
-    """Times as time columns (`Columns.times`, with `product`), or None when they are
-    not plain."""
+    """Times as time columns (`Columns.times`, `product`), None if not plain."""
     return _encode_times(times, len(times)) if times else None
 
 
-__all__ = ["Columns", "encode", "encode_records", "records", "entered",
+__all__ = ["Columns", "encode", "encode_records", "records", "iter_records", "entered",
            "encode_frontier", "encode_keys", "encode_times", "consolidate", "advance",
            "in_advance_of", "merge", "decode", "updates", "decode_values", "decode_col", "times_list",
            "abs_max", "gc_paused", "DIFF_LIMIT", "key_entries", "consolidate_records", "columnar",

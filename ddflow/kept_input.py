@@ -14,6 +14,11 @@ int32 where the values fit and to one row where a column is constant (the one ti
 and the diff 1 of a load): ~8 bytes an edge.  The engine is handed rows decoded
 from them (`given`), which it alone holds and drops as it injects them.
 
+The columns are made a slice of `CHUNK` updates at a time, each slice narrowed
+before the next is encoded: encoding the whole list at once took its three
+field lists and int64 arrays side by side (28 MB over the 124 MB of triples and
+edge tuples at 600k edges: the load's peak RSS); a slice's are ~2 MB.
+
 It leaves out data that is not plain (any Python value but ints, tuples of ints;
 times but ints and `Product`s of ints; big ints) and small steps (below
 `columnar.wants_columns`): those stay the list they were, as does everything
@@ -45,6 +50,9 @@ from ddflow.columnar import Columns
 #: given, the path before; both give every input back the same).
 KEEP_COLUMNS = True
 
+#: Updates encoded at a time by `keep` (see the module docstring).
+CHUNK = 1 << 16
+
 _I32 = np.iinfo(np.int32)
 
 
@@ -55,8 +63,7 @@ class KeptUpdates:
 
     def __init__(self, cols: Columns) -> None:
         self._len = len(cols)
-        self._cols = Columns(_narrow(cols.keys), _narrow(cols.vals), _narrow(cols.times),
-                             _narrow(cols.diffs), cols.kshape, cols.vshape, cols.product)
+        self._cols = _narrowed(cols)
 
     def __len__(self) -> int:
         return self._len
@@ -100,13 +107,26 @@ class KeptUpdates:
         return columnar.records(self._columns(np.flatnonzero(mask)))
 
 
-def keep(updates: list) -> list | KeptUpdates:
+def keep(updates: list, chunk: int | None = None) -> list | KeptUpdates:
     """`updates` in the form a step keeps them: columns when many and plain (and
-    `KEEP_COLUMNS`), else the list itself."""
-    if not KEEP_COLUMNS or not columnar.wants_columns(len(updates)):
+    `KEEP_COLUMNS`), else the list itself.  Encoded `chunk` (default `CHUNK`, read
+    at the call: a test may patch it) updates at a time."""
+    n = len(updates)
+    chunk = chunk or CHUNK
+    if not KEEP_COLUMNS or not columnar.wants_columns(n):
         return updates
-    cols = columnar.encode_records(updates, sort=False)
-    return updates if cols is None else KeptUpdates(cols)
+    parts = []
+    for i in range(0, n, chunk):
+        cols = columnar.encode_records(updates[i:i + chunk], sort=False)
+        if cols is None or (parts and cols.layout() != parts[0].layout()):
+            return updates
+        parts.append(_narrowed(cols))
+    whole = _joined(parts)
+    # The bound `encode_records` puts on diffs, for the whole list (a slice's is
+    # looser): the engine consolidates what it is handed.
+    if columnar.abs_max(whole.diffs) >= columnar.DIFF_LIMIT // n:
+        return updates
+    return KeptUpdates(whole)
 
 
 def rows(kept: list | KeptUpdates) -> list:
@@ -130,14 +150,51 @@ def given(kept: list, columns: bool = False) -> list:
             for s, k in kept]
 
 
+def _narrowed(cols: Columns) -> Columns:
+    return Columns(_narrow(cols.keys), _narrow(cols.vals), _narrow(cols.times),
+                   _narrow(cols.diffs), cols.kshape, cols.vshape, cols.product)
+
+
+def _joined(parts: list[Columns]) -> Columns:
+    """Narrowed columns of one layout, one after the other, narrowed; `parts` is
+    emptied: each slice is let go once copied (the whole is made beside one slice,
+    not beside all of them)."""
+    if len(parts) == 1:
+        return parts.pop()
+    p = parts[0]
+    fields = [[c.keys for c in parts], [c.vals for c in parts], [c.times for c in parts],
+              [c.diffs for c in parts]]
+    n = sum(len(c) for c in parts)
+    parts.clear()
+
+    def column(arrays: list[np.ndarray]) -> np.ndarray:
+        first = arrays[0]
+        if all(_constant(a) and a.dtype == first.dtype and np.array_equal(a[:1], first[:1])
+               for a in arrays):
+            return np.broadcast_to(first[:1], (n, *first.shape[1:]))
+        out = np.empty((n, *first.shape[1:]), dtype=np.result_type(*arrays))
+        at = 0
+        while arrays:
+            a = arrays.pop(0)
+            out[at:at + len(a)] = a
+            at += len(a)
+        return _narrow(out)
+    return Columns(*(column(f) for f in fields), p.kshape, p.vshape, p.product)
+
+
+def _constant(a: np.ndarray) -> bool:
+    """Whether `a` is one row broadcast (`_narrow`'s constant form)."""
+    return len(a) == 0 or a.size == 0 or a.strides[0] == 0
+
+
 def _narrow(a: np.ndarray) -> np.ndarray:
     """`a` in fewer bytes with the same values: one row broadcast when every row is
     the first, int32 when the values fit."""
-    if len(a) == 0 or a.size == 0:
+    if len(a) == 0 or a.size == 0 or a.strides[0] == 0:
         return a
     if bool((a == a[0]).all()):
         return np.broadcast_to(a[:1].copy(), a.shape)
-    if int(a.min()) >= _I32.min and int(a.max()) <= _I32.max:
+    if a.dtype != np.int32 and int(a.min()) >= _I32.min and int(a.max()) <= _I32.max:
         return a.astype(np.int32)
     return a
 

@@ -23,6 +23,10 @@ timely's `progress/reachability.rs`):
   which those are is known when the plan is compiled); any other port's frontier
   is computed from the locations' frontiers when someone asks.
 
+The table of path summaries is quadratic in the graph; past a size, a plan takes
+`ddflow.progress_edges.EdgeTracker` instead, which passes changes from one kept
+frontier to the next (the two share `Pointstamps`, the recording of changes).
+
 What it does not do: decide when to look (the engines' `Worker` does), or know what
 a time is beyond `less_equal` and the summaries.  The invariant (`Tracker._check`):
 a time is complete at a port exactly when no pointstamp can reach the port at or
@@ -49,96 +53,39 @@ EMPTY = Antichain()
 
 
 # The shapes of summary the tracker applies inline, and how it recognises them.
-_SAME, _NEXT, _ENTER, _LEAVE, _OTHER = range(5)
+SAME, ADD, PUSH, POP, OTHER = range(5)
 
 
-def _kind_of(s: Summary) -> tuple[int, Any]:
+def kind_of(s: Summary) -> tuple[int, Any]:
     """`(shape, argument)` of a summary: the identity, `add` rounds, entering at a
     round, leaving one scope, or anything else (applied by `Summary.apply`)."""
     if s == IDENTITY:
-        return _SAME, None
+        return SAME, None
     if not s.pop and not s.push:
-        return _NEXT, s.add
+        return ADD, s.add
     if not s.pop and not s.add and len(s.push) == 1:
-        return _ENTER, s.push[0]
+        return PUSH, s.push[0]
     if s.pop == 1 and not s.add and not s.push:
-        return _LEAVE, None
-    return _OTHER, s
+        return POP, None
+    return OTHER, s
 
 
-class Tracker:
-    """Pointstamp counts at every location, and the frontier at every input port.
+class Pointstamps:
+    """The pointstamps recorded at every location, and each location's own frontier
+    (its minimal pointstamps): what either tracker (this module's `Tracker`, by path
+    summaries, or `ddflow.progress_edges.EdgeTracker`, edge by edge) pushes on.
 
-    `update(location, time, delta)` records a change (say an operator's new
-    capability, or a batch queued at a port, counted once per distinct time);
-    `propagate()` pushes the recorded changes along the path summaries and returns the
-    nodes whose input frontier may have moved.  `frontiers(node)` reads them, and
-    `settle(node)` does both in one call (an engine's visit of an operator).
-
-    >>> from lattice import Product as P
-    >>> # a loop: 0 = enter, 1 = the body (reads enter and feedback), 2 = feedback
-    >>> from ddflow.summaries import ENTER, IDENTITY, NEXT_ROUND
-    >>> tr = Tracker.of([[], [0, 2], [1]], [ENTER, IDENTITY, NEXT_ROUND])
-    >>> tr.update(0, P(5, 0), +1)        # the enter may still emit at (5, 0)
-    >>> sorted(tr.propagate())
-    [1, 2]
-    >>> tr.frontiers(1), tr.frontiers(2)
-    ((Antichain([Product(5, 0)]), Antichain([Product(5, 1)])), (Antichain([Product(5, 0)]),))
-    >>> tr.update(0, P(5, 0), -1); _ = tr.propagate(); tr.frontiers(1)
-    (Antichain([]), Antichain([]))
+    `update(location, time, delta)` records a change; `own_moves()` applies the
+    recorded changes and returns how the locations' own frontiers moved.
     """
 
-    @classmethod
-    def of(cls, inputs: Sequence[Sequence[int]], steps: Sequence[Summary]) -> Tracker:
-        """A tracker for a graph given as each node's producers and summary."""
-        return cls(port_numbers(inputs), path_summaries(inputs, steps))
-
-    def __init__(self, ports: Sequence[tuple[int, ...]],
-                 reach: Sequence[Sequence[tuple[int, tuple[Summary, ...]]]],
-                 watched: Sequence[bool] | None = None) -> None:
-        self.ports = ports
-        self.reach = reach
-        n_locations = len(self.reach)
-        self.node_of = [0] * n_locations
-        for i, ps in enumerate(self.ports):
-            for port in ps:
-                self.node_of[port] = i
-        # Counts are kept only at the ports of `watched` nodes (those that act on
-        # their frontier): a map, a concat or a capture never asks during a run, and
-        # leaving their ports out halves the work of every change.  The others'
-        # frontiers are computed when asked, from the locations' own (`_pull`).
-        self.watched = [True] * len(ports) if watched is None else list(watched)
-        kept = [self.watched[self.node_of[port]] for port in range(n_locations)]
-        # The reach split for the hot loop: ports reached unchanged, and the others.
-        # (`path_summaries` hands out the identity as `IDENTITY` itself: `is` first.)
-        self._direct = [tuple(port for port, ss in r if kept[port] and IDENTITY in ss)
-                        for r in reach]
-        self._moved_by = [tuple((port, s) for port, ss in r if kept[port]
-                                for s in ss if s is not IDENTITY and s != IDENTITY)
-                          for r in reach]
-        self._reverse: dict[int, list] = {}
-        for location, r in enumerate(reach):
-            for port, ss in r:
-                if not kept[port]:
-                    self._reverse.setdefault(port, []).append((location, ss))
+    def __init__(self, n_locations: int) -> None:
         #: location -> {time: pointstamps there}, and the minimal times of those (a
         #: tuple in `sort_key` order: only the ports' frontiers are ever handed out)
         self.stamps: list[dict] = [{} for _ in range(n_locations)]
         self._own: list[tuple] = [()] * n_locations
-        #: port -> {time: locations whose minimal pointstamps reach it at that time}
-        self.counts: list[dict] = [{} for _ in range(n_locations)]
-        self._frontier: list[Antichain] = [EMPTY] * n_locations
-        #: port -> whether its frontier is due for a recompute from its counts
-        self._stale: list[bool] = [False] * n_locations
-        #: node -> the tuple `frontiers(node)` last returned, while still current:
-        #: handed out again as the same object, so that comparing it with what an
-        #: operator was told last costs nothing
-        self._node_frontiers: list[tuple] = [tuple(EMPTY for _ in ps) for ps in ports]
-        #: minimal times -> their frontier, shared (see `_intern`)
-        self._antichains: dict[tuple, Antichain] = {(): EMPTY}
         #: Changes recorded and not yet propagated: (location, time) -> delta.
         self.changes: dict[tuple[int, Any], int] = {}
-        self._effects: dict[tuple, tuple] = {}
         #: counters: pointstamp changes, times whose (net) move was pushed to the
         #: ports, port frontiers rebuilt
         self.changed = self.pushed = self.rebuilt = 0
@@ -175,18 +122,19 @@ class Tracker:
 
     def settle(self, node: int | None = None, push: bool = True
                ) -> tuple[dict[int, bool], tuple[Antichain, ...] | None]:
-        """Apply the recorded changes (if `push`), then read `node`'s input frontiers
-        (if a node is given): the nodes whose input frontier may have moved (the keys
-        of the dict), and those frontiers.  One call per operator visit.
+        raise NotImplementedError
+
+    def own_moves(self) -> dict[Any, tuple]:
+        """Apply the recorded changes to the pointstamps: the locations whose own
+        frontier moved, grouped by time, `{time: ((location, +-1), ...)}`.
 
         Only a change of a location's own frontier travels: a batch queued at a time
         its port already holds reaches nobody new.
         """
         changes = self.changes
-        if changes and push:
-            self.changes = {}
-        else:
-            changes = {}
+        if not changes:
+            return {}
+        self.changes = {}
         # Subscripts and `in` rather than method calls in these loops (dicts and
         # lists of flags, not sets): they run for every change, and a call costs
         # more than the work it would do.
@@ -219,15 +167,14 @@ class Tracker:
         self.changed += n_changes
         # The frontier changes of the dirty locations, grouped by time: a pointstamp
         # moving from one operator to the next is one time leaving a location and
-        # entering another, and downstream of both the two cancel.  The net effect of
-        # each such pattern of (location, +-1) on the ports is computed once and kept.
+        # entering another, and downstream of both the two cancel.
         by_time: dict[Any, tuple] = {}
         for location in dirty:
             old_f = own_frontier[location]
             new_f = ()
             for t in stamps[location]:
                 if new_f:       # two times or more: sort them out
-                    new_f = _minimal_times(stamps[location])
+                    new_f = minimal_times(stamps[location])
                     break
                 new_f = (t,)    # the common case: one time, nothing to sort
             own_frontier[location] = new_f
@@ -239,9 +186,98 @@ class Tracker:
                 if t not in old_f:
                     by_time[t] = (by_time[t] + ((location, 1),) if t in by_time
                                   else ((location, 1),))
-        # Applied to the counts straight away: each pattern's effect is already net, and
-        # two patterns meeting at one (port, time) in one call is rare (when it
-        # happens, a transient zero only marks a frontier for a recompute).
+        return by_time
+
+    def _check_stamps(self) -> None:
+        """No pending change, counts positive, each location's frontier is that of
+        its pointstamps."""
+        assert not self.changes, self.changes
+        for location, own in enumerate(self.stamps):
+            assert all(n > 0 for n in own.values()), own
+            assert self._own[location] == Antichain(own).elements, (location, own)
+
+
+class Tracker(Pointstamps):
+    """Pointstamp counts at every location, and the frontier at every input port.
+
+    `update(location, time, delta)` records a change (say an operator's new
+    capability, or a batch queued at a port, counted once per distinct time);
+    `propagate()` pushes the recorded changes along the path summaries and returns the
+    nodes whose input frontier may have moved.  `frontiers(node)` reads them, and
+    `settle(node)` does both in one call (an engine's visit of an operator).
+
+    >>> from lattice import Product as P
+    >>> # a loop: 0 = enter, 1 = the body (reads enter and feedback), 2 = feedback
+    >>> from ddflow.summaries import ENTER, IDENTITY, NEXT_ROUND
+    >>> tr = Tracker.of([[], [0, 2], [1]], [ENTER, IDENTITY, NEXT_ROUND])
+    >>> tr.update(0, P(5, 0), +1)        # the enter may still emit at (5, 0)
+    >>> sorted(tr.propagate())
+    [1, 2]
+    >>> tr.frontiers(1), tr.frontiers(2)
+    ((Antichain([Product(5, 0)]), Antichain([Product(5, 1)])), (Antichain([Product(5, 0)]),))
+    >>> tr.update(0, P(5, 0), -1); _ = tr.propagate(); tr.frontiers(1)
+    (Antichain([]), Antichain([]))
+    """
+
+    @classmethod
+    def of(cls, inputs: Sequence[Sequence[int]], steps: Sequence[Summary]) -> Tracker:
+        """A tracker for a graph given as each node's producers and summary."""
+        return cls(port_numbers(inputs), path_summaries(inputs, steps))
+
+    def __init__(self, ports: Sequence[tuple[int, ...]],
+                 reach: Sequence[Sequence[tuple[int, tuple[Summary, ...]]]],
+                 watched: Sequence[bool] | None = None) -> None:
+        self.ports = ports
+        self.reach = reach
+        n_locations = len(self.reach)
+        super().__init__(n_locations)
+        self.node_of = [0] * n_locations
+        for i, ps in enumerate(self.ports):
+            for port in ps:
+                self.node_of[port] = i
+        # Counts are kept only at the ports of `watched` nodes (those that act on
+        # their frontier): a map, a concat or a capture never asks during a run, and
+        # leaving their ports out halves the work of every change.  The others'
+        # frontiers are computed when asked, from the locations' own (`_pull`).
+        self.watched = [True] * len(ports) if watched is None else list(watched)
+        kept = [self.watched[self.node_of[port]] for port in range(n_locations)]
+        # The reach split for the hot loop: ports reached unchanged, and the others.
+        # (`path_summaries` hands out the identity as `IDENTITY` itself: `is` first.)
+        self._direct = [tuple(port for port, ss in r if kept[port] and IDENTITY in ss)
+                        for r in reach]
+        self._moved_by = [tuple((port, s) for port, ss in r if kept[port]
+                                for s in ss if s is not IDENTITY and s != IDENTITY)
+                          for r in reach]
+        self._reverse: dict[int, list] = {}
+        for location, r in enumerate(reach):
+            for port, ss in r:
+                if not kept[port]:
+                    self._reverse.setdefault(port, []).append((location, ss))
+        #: port -> {time: locations whose minimal pointstamps reach it at that time}
+        self.counts: list[dict] = [{} for _ in range(n_locations)]
+        self._frontier: list[Antichain] = [EMPTY] * n_locations
+        #: port -> whether its frontier is due for a recompute from its counts
+        self._stale: list[bool] = [False] * n_locations
+        #: node -> the tuple `frontiers(node)` last returned, while still current:
+        #: handed out again as the same object, so that comparing it with what an
+        #: operator was told last costs nothing
+        self._node_frontiers: list[tuple] = [tuple(EMPTY for _ in ps) for ps in ports]
+        #: minimal times -> their frontier, shared (see `_intern`)
+        self._antichains: dict[tuple, Antichain] = {(): EMPTY}
+        self._effects: dict[tuple, tuple] = {}
+
+    def settle(self, node: int | None = None, push: bool = True
+               ) -> tuple[dict[int, bool], tuple[Antichain, ...] | None]:
+        """Apply the recorded changes (if `push`), then read `node`'s input frontiers
+        (if a node is given): the nodes whose input frontier may have moved (the keys
+        of the dict), and those frontiers.  One call per operator visit.
+        """
+        by_time = self.own_moves() if push else {}
+        # The net effect of each pattern of (location, +-1) of a time on the ports is
+        # computed once and kept.  Applied to the counts straight away: each
+        # pattern's effect is already net, and two patterns meeting at one (port,
+        # time) in one call is rare (when it happens, a transient zero only marks a
+        # frontier for a recompute).
         effects = self._effects
         make = tuple.__new__        # builds a Product without a Python-level call
         moved: dict[int, bool] = {}
@@ -262,13 +298,13 @@ class Tracker:
             # One image of the time per summary, then every port it reaches that way.
             for kind, arg, entries in effect:
                 # The common summaries inline (a call per image would cost more).
-                if kind == _SAME:
+                if kind == SAME:
                     t = time
-                elif kind == _NEXT:
+                elif kind == ADD:
                     t = make(Product, (time[0], time[1] + arg))
-                elif kind == _ENTER:
+                elif kind == PUSH:
                     t = make(Product, (time, arg))
-                elif kind == _LEAVE:
+                elif kind == POP:
                     t = time[0]
                 else:
                     t = arg.apply(time)
@@ -308,7 +344,7 @@ class Tracker:
                 # the one already made for the same times if there is one.
                 stale[port] = False
                 self.rebuilt += 1
-                elements = _minimal_times(counts[port])
+                elements = minimal_times(counts[port])
                 if elements != frontier[port].elements:
                     interned = self._antichains
                     if elements in interned:
@@ -334,7 +370,7 @@ class Tracker:
     def _effect(self, pattern: tuple) -> tuple:
         """What a time leaving and entering these locations does to the watched ports:
         `(shape, argument, ((port, +-n, its node), ...))` per summary (see
-        `_kind_of`), for every (port, summary) whose count does not cancel."""
+        `kind_of`), for every (port, summary) whose count does not cancel."""
         total: dict[tuple, int] = {}
         for location, delta in pattern:
             for port in self._direct[location]:
@@ -345,7 +381,7 @@ class Tracker:
         for (port, s), n in total.items():
             if n:
                 by_summary.setdefault(s, []).append((port, n, self.node_of[port]))
-        effect = tuple((*_kind_of(s), tuple(entries)) for s, entries in by_summary.items())
+        effect = tuple((*kind_of(s), tuple(entries)) for s, entries in by_summary.items())
         if len(self._effects) >= _KEPT:
             self._effects.clear()
         self._effects[pattern] = effect
@@ -368,11 +404,9 @@ class Tracker:
         """Invariants: no pending change, counts positive, each location's frontier is
         that of its pointstamps, each port's count is the number of locations whose
         frontier reaches it at that time, and port frontiers match the counts."""
-        assert not self.changes, self.changes
+        self._check_stamps()
         expect: list[dict] = [{} for _ in self.counts]
-        for location, own in enumerate(self.stamps):
-            assert all(n > 0 for n in own.values()), own
-            assert self._own[location] == Antichain(own).elements, (location, own)
+        for location in range(len(self.stamps)):
             for time in self._own[location]:
                 for port, summaries in self.reach[location]:
                     if not self.watched[self.node_of[port]]:
@@ -394,7 +428,7 @@ class Tracker:
 _KEPT = 4096
 
 
-def _minimal_times(counts: dict) -> tuple:
+def minimal_times(counts: dict) -> tuple:
     """The minimal times of a count table (whose counts are all positive), in
     `sort_key` order: the elements of its `Antichain`."""
     n = len(counts)

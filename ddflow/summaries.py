@@ -81,7 +81,8 @@ def _insert_summary(antichain: list, s: Summary) -> bool:
     return True
 
 
-def path_summaries(inputs: Sequence[Sequence[int]], steps: Sequence[Summary]
+def path_summaries(inputs: Sequence[Sequence[int]], steps: Sequence[Summary],
+                   stop: Sequence[bool] | None = None
                    ) -> list[list[tuple[int, tuple[Summary, ...]]]]:
     """For every location, the ports it reaches and the least summaries of the paths.
 
@@ -100,13 +101,14 @@ def path_summaries(inputs: Sequence[Sequence[int]], steps: Sequence[Summary]
     (it only adds a round, never a least summary).  Composing summaries is monotone
     (`s <= s'` gives `x.then(s) <= x.then(s')`), so the least summaries of the
     composed paths are those of the least ones: the same antichains as the search.
+
+    With `stop` (location -> bool), a path ends at the first `stop` port it comes to:
+    every location lists only the `stop` ports it reaches without passing another,
+    and a port does not list itself (the hops of `ddflow.progress_edges`).
     """
     ports = port_numbers(inputs)
     n = len(inputs)
-    consumers: list[list[tuple[int, int]]] = [[] for _ in range(n)]   # (port, its node)
-    for i, ins in enumerate(inputs):
-        for p, producer in enumerate(ins):
-            consumers[producer].append((ports[i][p], i))
+    consumers = consumers_of(inputs)            # (port, its node)
     # Antichains are interned (one tuple per set of summaries), so that telling two
     # apart, and remembering a union or a move, is by identity.
     interned: dict[frozenset, tuple] = {}
@@ -157,17 +159,20 @@ def path_summaries(inputs: Sequence[Sequence[int]], steps: Sequence[Summary]
     # The reach of port `q` of node `j`: itself, then whatever `j`'s output reaches.
     def of_port(port: int, node: int) -> dict:
         reach = dict(move(steps[node], out[node]))
-        merge(reach, {port: own})
+        if stop is None:
+            merge(reach, {port: own})
         return reach
 
     def gather(j: int) -> dict:
         reach: dict = {}
         for port, c in consumers[j]:
-            merge(reach, {port: own})
-            merge(reach, move(steps[c], out[c]))
+            if stop is None or stop[port]:
+                merge(reach, {port: own})
+            if stop is None or not stop[port]:
+                merge(reach, move(steps[c], out[c]))
         return reach
 
-    for component in _components(n, consumers):
+    for component in components(n, consumers):
         if len(component) == 1 and not any(c == component[0] for _p, c in
                                             consumers[component[0]]):
             out[component[0]] = gather(component[0])
@@ -203,7 +208,7 @@ def _same_reach(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(a[k] is b[k] for k in a)
 
 
-def _components(n: int, consumers: Sequence[Sequence[tuple[int, int]]]) -> list[list[int]]:
+def components(n: int, consumers: Sequence[Sequence[tuple[int, int]]]) -> list[list[int]]:
     """The strongly connected components of the graph of nodes (edges producer ->
     consumer), downstream first (Tarjan's algorithm, without recursion)."""
     index = [-1] * n
@@ -289,3 +294,52 @@ def port_numbers(inputs: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
         ports.append(tuple(range(nxt, nxt + k)))
         nxt += k
     return ports
+
+
+def consumers_of(inputs: Sequence[Sequence[int]]) -> list[list[tuple[int, int]]]:
+    """node -> the (port location, node) pairs reading its output."""
+    ports = port_numbers(inputs)
+    consumers: list[list[tuple[int, int]]] = [[] for _ in inputs]
+    for i, ins in enumerate(inputs):
+        for p, producer in enumerate(ins):
+            consumers[producer].append((ports[i][p], i))
+    return consumers
+
+
+def reach_size(inputs: Sequence[Sequence[int]], limit: int | None = None,
+               found: Sequence[Sequence[int]] | None = None) -> int:
+    """How many (location, port) pairs `path_summaries` lists: what building its table
+    (and a `Tracker` on it) costs, counted without building it; once past `limit`,
+    some number past it.
+
+    Each node's set of reached ports is a bit set (a Python int), the union of its
+    consumers' ports and their outputs' sets, taken a strongly connected component
+    at a time, downstream first (every node of a component reaches what any of them
+    does): a few word operations per pair, not a summary each.  `found`: the
+    graph's `components`, if already known.
+
+    >>> reach_size([[], [0], [1]]), reach_size([[], [0, 2], [1]])    # a chain, a loop
+    (9, 18)
+    """
+    ports = port_numbers(inputs)
+    n = len(inputs)
+    consumers = consumers_of(inputs)
+    bits = [0] * n
+    total = 0
+    for component in components(n, consumers) if found is None else found:
+        inside = set(component)
+        union = 0
+        for j in component:
+            for port, c in consumers[j]:
+                union |= 1 << port
+                if c not in inside:
+                    union |= bits[c]
+        count = union.bit_count()
+        for j in component:
+            bits[j] = union
+            # The output reaches the set; each port the set and itself (in a loop,
+            # itself may be in it already).
+            total += count * (1 + len(ports[j])) + sum(not union >> q & 1 for q in ports[j])
+        if limit is not None and total > limit:
+            break
+    return total

@@ -130,7 +130,8 @@ class Arrange(Operator):
         self.trace.insert(batch)
         # By key, the records are the pairs readers take; by self, readers take
         # `(data, ())` pairs, which are no record columns: rows, decoded as the
-        # keyed batch they are (the data the key, `()` the value).
+        # keyed batch they are (the data the key, `()` the value; no triples of the
+        # records held besides).
         self.emit(columnar.updates(records) if self.by_self else records)
         self._upper = frontier
         return True

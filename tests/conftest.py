@@ -66,6 +66,17 @@ def both_layouts(request):
     Reduce.bulk_pending_from = old_bulk
 
 
+@pytest.fixture(scope="module", params=["paths", "edges"])
+def both_trackers(request):
+    """Run a module with each progress tracker (`ddflow.engine.plan.set_tracking`):
+    path summaries between all pairs of places, and changes pushed edge by edge
+    (module-scoped, so hypothesis tests see no function-scoped fixture)."""
+    from ddflow.engine.plan import set_tracking
+    old = set_tracking(request.param)
+    yield request.param
+    set_tracking(old)
+
+
 def _scope(nodeid: str) -> str:
     """The unit a worker takes whole: `spark` for everything that starts Spark (a
     test id naming it: the `test_spark*` modules, engine contracts run on Spark,

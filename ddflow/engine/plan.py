@@ -3,9 +3,10 @@
 A `Plan` is the static, picklable description of a dataflow graph: for each node its
 producers, its consumers (with the exchange function that shards the records they
 receive), its number of input ports and its progress `Summary`; and, computed once
-here, the least path summaries between all places of the graph, which progress
-tracking pushes pointstamp changes along.  Engines instantiate operators from the
-graph's node factories (`ddflow.graph`, which also holds the rewrites done before
+here, what progress tracking needs: the least path summaries between all places of
+the graph (`Tracker`), or, for a large graph, its components (`EdgeTracker`, which
+builds its own linear table of hops: see `set_tracking`).  Engines instantiate
+operators from the graph's node factories (`ddflow.graph`, which also holds the rewrites done before
 compiling: `prepare`, `grow`) and run them over a plan; they never read or write the
 front door's objects beyond that.
 """
@@ -19,8 +20,45 @@ import attrs
 from lattice import Antichain
 from ddflow.graph import Growth
 from ddflow.progress import Tracker
-from ddflow.summaries import Summary, path_summaries, port_numbers
+from ddflow.progress_edges import EdgeTracker
+from ddflow.summaries import (Summary, components, consumers_of, path_summaries,
+                              port_numbers, reach_size)
 from operators.base import Operator
+
+
+#: Which progress tracker a plan gets (`set_tracking`): "paths" (`Tracker`: a change
+#: goes straight to the ports it reaches, along path summaries between all pairs of
+#: places, which take time and memory quadratic in the graph to build; the cheaper
+#: per change on small graphs), "edges" (`EdgeTracker`: a change hops between the
+#: ports that keep a frontier, a table linear in the graph), or "auto": paths while
+#: their table has at most `PATHS_UP_TO` (location, port) pairs (`reach_size`; ~1 us
+#: of build each), edges above.  Small graphs keep the paths tracker, the cheaper per
+#: change (a one-edge reachability epoch takes 1.4-2x as long with the edge
+#: tracker); a large table is both slow to build and slow per change (a change
+#: touches every watched port it reaches).  benchmarks/bench_progress.py measures
+#: both.
+_tracking = "auto"
+PATHS_UP_TO = 250_000
+
+
+def set_tracking(mode: str) -> str:
+    """Choose the tracker of the plans compiled from now on ("auto", "paths" or
+    "edges"); the previous choice."""
+    global _tracking
+    if mode not in ("auto", "paths", "edges"):
+        raise ValueError(f"tracking is 'auto', 'paths' or 'edges', not {mode!r}")
+    old, _tracking = _tracking, mode
+    return old
+
+
+def tracking_for(inputs: Sequence[Sequence[int]],
+                 found: Sequence[Sequence[int]] | None = None) -> str:
+    """The tracker the graph of these producers (node -> its inputs) gets now:
+    "paths" or "edges" (`found`: its `components`, if known)."""
+    if _tracking == "auto":
+        small = reach_size(inputs, PATHS_UP_TO, found) <= PATHS_UP_TO
+        return "paths" if small else "edges"
+    return _tracking
 
 
 @attrs.frozen
@@ -38,8 +76,10 @@ class PlanNode:
 class Plan:
     nodes: tuple
     ports: tuple            # node -> location numbers of its input ports
-    reach: tuple            # location -> ((port, least summaries), ...)
+    reach: tuple | None     # location -> ((port, least summaries), ...); None: edges
     watched: tuple          # node -> whether anyone reads its input frontier
+    cyclic: tuple           # node -> whether its output reaches its input (a loop)
+    components: tuple       # the graph's strongly connected components, downstream first
 
     @classmethod
     def of(cls, nodes: Sequence[Any], summaries: Sequence[Summary],
@@ -54,10 +94,17 @@ class Plan:
                            for c, port in n.consumers),
                      max(1, len(n.inputs)), summaries[i])
             for i, n in enumerate(nodes))
-        reach = path_summaries(inputs, summaries)
-        return cls(plan_nodes, tuple(port_numbers(inputs)),
-                   tuple(tuple(r) for r in reach),
-                   tuple(watched) if watched is not None else (True,) * len(nodes))
+        consumers = consumers_of(inputs)
+        found = tuple(tuple(c) for c in components(len(nodes), consumers))
+        reach = (tuple(tuple(r) for r in path_summaries(inputs, summaries))
+                 if tracking_for(inputs, found) == "paths" else None)
+        cyclic = [False] * len(nodes)
+        for component in found:
+            for j in component:
+                cyclic[j] = len(component) > 1 or any(c == j for _p, c in consumers[j])
+        return cls(plan_nodes, tuple(port_numbers(inputs)), reach,
+                   tuple(watched) if watched is not None else (True,) * len(nodes),
+                   tuple(cyclic), found)
 
     @classmethod
     def of_operators(cls, nodes: Sequence[Any], ops: Sequence[Any]) -> Plan:
@@ -65,7 +112,11 @@ class Plan:
         operator instances."""
         return cls.of(nodes, [op.summary for op in ops], [op.reads_frontier() for op in ops])
 
-    def tracker(self) -> Tracker:
+    def tracker(self) -> Tracker | EdgeTracker:
+        if self.reach is None:
+            return EdgeTracker([pn.inputs for pn in self.nodes],
+                               [pn.summary for pn in self.nodes], self.watched,
+                               self.components)
         return Tracker(self.ports, self.reach, self.watched)
 
     def frontiers_of(self, caps: dict, queued: dict) -> list[tuple[Antichain, ...]]:

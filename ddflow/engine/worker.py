@@ -84,8 +84,7 @@ class Worker:
         self.caps = [[frozenset() for _ in plan.nodes] for _ in self.shards]
         self._reported: list[list] = [[None] * len(plan.nodes) for _ in self.shards]
         # Nodes whose output reaches their own input ports (inside a loop).
-        self._cyclic = [any(port in plan.ports[i] for port, _ss in plan.reach[i])
-                        for i in range(len(plan.nodes))]
+        self._cyclic = plan.cyclic
         # Operators that never hold a capability are never asked.
         self._has_caps = [type(row[i]).capabilities is not Operator.capabilities
                           for row in self.ops[:1] for i in range(len(plan.nodes))]

@@ -23,10 +23,16 @@ N = columnar.COLUMNAR_MIN + 100
 BAD = (13, 14)
 
 
-@pytest.fixture(params=[True, False], ids=["columns", "rows"])
+@pytest.fixture(params=[(True, None), (True, 1000), (False, None)],
+                ids=["columns", "columns-in-slices", "rows"])
 def keep_columns(request, monkeypatch):
-    monkeypatch.setattr(kept_input, "KEEP_COLUMNS", request.param)
-    return request.param
+    """The switch on (whole, or in slices of 1,000: several slices joined under
+    every test through the dataflow) and off."""
+    on, chunk = request.param
+    monkeypatch.setattr(kept_input, "KEEP_COLUMNS", on)
+    if chunk:
+        monkeypatch.setattr(kept_input, "CHUNK", chunk)
+    return on
 
 
 def _time(product: bool, t: int):
@@ -103,12 +109,15 @@ _TIME = st.one_of(st.integers(0, 3), st.builds(Product, st.integers(0, 3), st.in
 
 @settings(max_examples=60)
 @given(st.lists(st.tuples(_PLAIN, _TIME, st.integers(-3, 3)), max_size=20),
-       st.lists(_TIME, max_size=2))
-def test_rows_of_kept_are_the_updates_given(ups, frontier):
+       st.lists(_TIME, max_size=2), st.sampled_from([1, 3, kept_input.CHUNK]))
+def test_rows_of_kept_are_the_updates_given(ups, frontier, chunk):
     """`rows(keep(u)) == u`, values and types, for any mix (a mix that is not plain
-    stays the list), and `in_advance` gives the open updates a row filter would."""
+    stays the list), and `in_advance` gives the open updates a row filter would;
+    encoded whole or a few at a time (`chunk`), the slices joined."""
     with columnar.columnar(0):
-        kept = kept_input.keep(ups)
+        kept = kept_input.keep(ups, chunk)
+        if type(kept) is KeptUpdates:   # a slice's layout is the whole's
+            assert type(kept_input.keep(ups)) is KeptUpdates
     back = kept_input.rows(kept)
     assert back == ups
     assert [tuple(map(type, u)) for u in back] == [tuple(map(type, u)) for u in ups]
@@ -125,6 +134,15 @@ def test_rows_of_kept_are_the_updates_given(ups, frontier):
         assert kept.in_advance(f) == expect
 
 
+def test_diffs_summing_past_the_bound_over_the_whole_stay_a_list():
+    """Each slice's diffs are within `encode_records`' bound and the whole's are not:
+    kept as columns, the engine's int64 consolidation of them would wrap around."""
+    d = (1 << 50) - 1
+    ups = [(7, 0, d)] * 8192
+    assert type(kept_input.keep(ups[:4096], chunk=4096)) is KeptUpdates
+    assert kept_input.keep(ups, chunk=4096) is ups
+
+
 def test_small_or_not_plain_input_stays_a_list():
     small = [(1, 0, 1)]
     assert kept_input.keep(small) is small
@@ -133,6 +151,23 @@ def test_small_or_not_plain_input_stays_a_list():
     with_tuples = [((i, 2), 0, 1) for i in range(N)]
     kept = kept_input.keep(with_tuples)
     assert type(kept) is KeptUpdates and kept.nbytes() < len(with_tuples) * 16
+
+
+def test_slices_joined_keep_the_narrowed_layout():
+    """Encoded in slices, the input is held as narrowly as whole: the constant time
+    and diff one row, the keys int32; a layout that changes between slices (ints,
+    then tuples) stays the list, as it does whole; a slice's constant that differs
+    from the next's is a column."""
+    ups = [((i, i + 1), 0, 1) for i in range(N)]
+    kept = kept_input.keep(ups, chunk=1000)
+    whole = kept_input.keep(ups)
+    assert kept.nbytes() == whole.nbytes() == N * 8 + 2 * 8
+    assert kept.rows() == ups
+    mixed = [(i, 0, 1) for i in range(N // 2)] + [((i, 1), 0, 1) for i in range(N // 2)]
+    assert kept_input.keep(mixed, chunk=1000) is mixed
+    two_times = [((i, 1), i // 1000, 1) for i in range(N)]
+    kept = kept_input.keep(two_times, chunk=1000)
+    assert kept.rows() == two_times and kept.nbytes() == N * 8 + N * 4 + 8
 
 
 # -- a load handed to the engine as columns (`LocalEngine.takes_columns`) ----------

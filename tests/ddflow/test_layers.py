@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
       "ddflow.columnar", "ddflow.column_join", "ddflow.column_batch", "ddflow.kept_input",
       "ddflow.bulk_input",
       "ddflow.batch", "ddflow.key_history", "ddflow.trace", "ddflow.summaries", "ddflow.progress",
+      "ddflow.progress_edges",
       "ddflow.sharding", "ddflow.frames", "ddflow.graph")),
     ("operators", ("operators", "operators.*")),
     ("engines", ("ddflow.engine", "ddflow.engine.*")),

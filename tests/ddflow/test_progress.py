@@ -13,14 +13,25 @@ from hypothesis import strategies as st
 import ddflow
 from benchmarks.bench_reachability import workload
 from ddflow.algorithms.graphs import reachability
+from ddflow.engine.plan import tracking_for
 from ddflow.progress import Tracker
+from ddflow.progress_edges import EdgeTracker
 from ddflow.summaries import (ENTER, IDENTITY, LEAVE, NEXT_ROUND, path_summaries,
                               path_summaries_by_search, port_numbers)
 from lattice import Antichain, Product, less_equal
 
 #: These tests run() on purpose with inputs that have not moved (rollbacks replayed,
 #: state machines that read between advances); the warning is right, and noise here.
-pytestmark = pytest.mark.filterwarnings("ignore::ddflow.StalledRunWarning")
+#: Every test runs with each tracker (`both_trackers`): by path summaries, by edges.
+pytestmark = [pytest.mark.filterwarnings("ignore::ddflow.StalledRunWarning"),
+              pytest.mark.usefixtures("both_trackers")]
+
+
+def _tracker(inputs, steps, watched=None):
+    """The tracker the current choice (`both_trackers`) gives this graph."""
+    if tracking_for(inputs) == "edges":
+        return EdgeTracker(inputs, steps, watched)
+    return Tracker(port_numbers(inputs), path_summaries(inputs, steps), watched)
 
 STEPS = {"enter": ENTER, "leave": LEAVE, "next": NEXT_ROUND, "id": IDENTITY}
 
@@ -132,7 +143,7 @@ def test_oracle_tracker_frontiers_are_those_of_every_walk(graph, data):
     inputs, steps = graph
     # Counts are kept only at watched nodes' ports; the others' are pulled when read.
     watched = data.draw(st.lists(st.booleans(), min_size=len(inputs), max_size=len(inputs)))
-    tracker = Tracker(port_numbers(inputs), path_summaries(inputs, steps), watched)
+    tracker = _tracker(inputs, steps, watched)
     ports = tracker.ports
     port_of = {(i, p): ports[i][p] for i in range(len(inputs)) for p in range(len(ports[i]))}
     n = len(inputs)
@@ -302,11 +313,11 @@ def test_an_operator_reading_frontiers_hears_the_first_even_with_no_data():
 def test_laws_minimal_times_of_a_count_table_are_its_antichain(pairs, ints):
     """The tracker's fast paths (one time, two products of ints, products of ints
     by tuple order) give exactly `Antichain`'s minimal elements, in its order."""
-    from ddflow.progress import _minimal_times
+    from ddflow.progress import minimal_times
     for times in ([Product(a, b) for a, b in pairs], ints,
                   [Product(Product(a, b), a) for a, b in pairs]):
         table = dict.fromkeys(times, 1)
-        assert tuple(_minimal_times(table)) == Antichain(table).elements
+        assert tuple(minimal_times(table)) == Antichain(table).elements
 
 
 def test_a_rolled_back_step_leaves_no_operator_unscheduled():
