@@ -39,7 +39,12 @@ def record_time_counts(c: Columns) -> dict:
         uniq, inv = distinct_rows(c.times)
         counts = np.bincount(inv, minlength=len(uniq))
         return dict(zip(times_list(uniq, True), counts.tolist()))
-    uniq, counts = np.unique(c.times[:, 0], return_counts=True)
+    times = c.times[:, 0]
+    first = times[0]
+    if bool((times == first).all()):
+        # One time (a step's batch, the commonest): no sort.
+        return {int(first): len(times)}
+    uniq, counts = np.unique(times, return_counts=True)
     return dict(zip(uniq.tolist(), counts.tolist()))
 
 

@@ -126,7 +126,10 @@ def join_pairs(left: Columns, right: Columns) -> tuple[np.ndarray, np.ndarray, n
 
 
 #: `_gather` sorts its queries first from this many (and as many sorted codes).
-_SORT_QUERIES_MIN = 4096
+#: Measured (one box, loaded): 500 random queries into 40k codes, 323 us in query
+#: order against 117 sorted; 300 into 2k, 69 against 46; 64 into 1k, 4 against 31
+#: (the sort's fixed cost).  A stream's epoch asks a few hundred keys of each batch.
+_SORT_QUERIES_MIN = 256
 
 
 def _gather(sorted_codes: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

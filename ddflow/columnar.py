@@ -295,6 +295,19 @@ def encode_records(updates: Sequence[tuple], sort: bool = True) -> Columns | Non
     return _encode_parts(data, None, times, diffs, n, sort)
 
 
+@gc_paused
+def encode_fields(data: Sequence[Any], times: Sequence[Any],
+                  diffs: Sequence[Any]) -> Columns | None:
+    """Record columns (`encode_records`' layout) of the fields of `(data, time, diff)`
+    triples given apart, in their order and with their repeats (not consolidated);
+    None when they are not all plain.  What an operator that computes its data on
+    its own (a map) passes on without building the triples."""
+    n = len(data)
+    if not n:
+        return None
+    return _encode_parts(data, None, times, diffs, n, False)
+
+
 def _encode_parts(keys: Sequence[Any], vals: Sequence[Any] | None, times: Sequence[Any],
                   diffs: Sequence[Any], n: int, sort: bool) -> Columns | None:
     if set(map(type, diffs)) != {int}:

@@ -30,13 +30,19 @@ from ddflow import frames
 from ddflow.errors import (DataError, DataflowError, NothingDiscardedWarning,
                            SessionClosedError, TimeError)
 from ddflow import columnar
-from ddflow.columnar import Columns, wants_columns
+from ddflow.columnar import Columns, wants_column_batch, wants_columns
 from ddflow.graph import Node
 from ddflow.updates import (check_lattice, checked_update, consolidate_unsorted,
                             not_self_equal)
-from operators.base import Operator, as_rows
+from operators.base import Operator
 
 EMPTY = Antichain()
+
+#: Whether an input passes a step's plain updates on as record columns from
+#: `columnar.wants_column_batch` of them (consolidated by the columnar kernel), as a
+#: load handed over as columns goes.  False: consolidated triples (the path before;
+#: the switch, the tests run both).
+INPUT_COLUMNS = True
 _ANY: Any = object()    # "any value" for the optional filters of `InputSession.discard`
 
 
@@ -77,7 +83,19 @@ class InputSession:
 
     def update(self, data: Any, diff: Any = 1) -> None:
         """Change the count of `data` by `diff` at the session's current time."""
-        self.update_at(data, self.time, diff)
+        time = self.time
+        if type(time) is int and type(diff) is int and type(data) is tuple and not self.closed:
+            # The commonest update of a stream (a tuple of ints or strs, an int diff
+            # and time): checked here, without `update_at`'s call and `hash`: such a
+            # tuple hashes, and equals itself.
+            for x in data:
+                k = type(x)
+                if k is not int and k is not str:
+                    break
+            else:
+                self._pending.append((data, time, diff))
+                return
+        self.update_at(data, time, diff)
 
     def update_at(self, data: Any, time: Any, diff: Any = 1) -> None:
         """Change the count of `data` by `diff` at `time`, which must be in advance of the
@@ -90,26 +108,26 @@ class InputSession:
         """
         if (type(time) is int and type(self.time) is int and time >= self.time
                 and type(diff) is int and not self.closed):
-            # The common case (int times, int diffs), checked with fewer calls.
+            # The common case (int times, int diffs), checked with fewer calls: ints,
+            # strs and tuples of them hash and equal themselves (no NaN), with no
+            # call to `hash` or `not_self_equal`.
+            kind = type(data)
+            if kind is int or kind is str:
+                self._pending.append((data, time, diff))
+                return
+            if kind is tuple:
+                for x in data:
+                    k = type(x)
+                    if k is not int and k is not str:
+                        break
+                else:
+                    self._pending.append((data, time, diff))
+                    return
             try:
                 hash(data)
             except TypeError:
                 pass          # the full path below reports it
             else:
-                # NaN check (`not_self_equal`), without a call for the usual ints,
-                # strs and tuples of them.
-                kind = type(data)
-                if kind is int or kind is str:
-                    self._pending.append((data, time, diff))
-                    return
-                if kind is tuple:
-                    for x in data:
-                        k = type(x)
-                        if k is not int and k is not str:
-                            break
-                    else:
-                        self._pending.append((data, time, diff))
-                        return
                 if not not_self_equal(data):
                     self._pending.append((data, time, diff))
                     return
@@ -409,7 +427,7 @@ class InputOp(Operator):
     twice the old size) until the next updates trigger a compaction.
     """
 
-    _state = ("_frontier", "_behind", "since", "_live", "_columns", "horizon")
+    _state = ("_frontier", "_behind", "since", "_live", "_columns", "_fresh", "horizon")
     _append_only = ("history",)
 
     def __init__(self, name: str) -> None:
@@ -433,6 +451,10 @@ class InputOp(Operator):
         # an update instead of ~150 in tuples, and compacted by vectorized kernels.
         # `history` then holds only what arrived since.  Replaced, never mutated.
         self._columns: Columns | None = None
+        # Record columns emitted since the last compaction (`INPUT_COLUMNS`), kept
+        # as they came until the next one merges them in: no tuple per update.  A
+        # tuple, replaced, never mutated (the undo journal keeps the old one).
+        self._fresh: tuple = ()
 
     @property
     def frontier(self) -> Antichain:
@@ -454,6 +476,12 @@ class InputOp(Operator):
         # Consolidate first: an update and its retraction in one step cancel.
         if type(updates) is Columns:        # a load handed over as columns
             updates = columnar.consolidate(updates)
+        elif INPUT_COLUMNS and wants_column_batch(len(updates)):
+            # A step's plain updates consolidated in numpy and passed on as record
+            # columns: an arrangement seals them and a join reads them as they are,
+            # where triples were consolidated here, then encoded by each.
+            cols = columnar.encode_records(updates)
+            updates = cols if cols is not None else self.consolidate(updates)
         else:
             updates = self.consolidate(updates)
         self.emit(updates)
@@ -463,11 +491,15 @@ class InputOp(Operator):
             # rows appended to it would live as long as the step (a load's every
             # update: its tuples outlived their columns).
             self._compact(updates)
+        elif type(updates) is Columns:
+            if len(updates):
+                self._fresh = (*self._fresh, updates)
         else:
-            self.history.extend(as_rows(updates))
+            self.history.extend(updates)
 
     def _column_records(self) -> int:
-        return 0 if self._columns is None else len(self._columns)
+        return (0 if self._columns is None else len(self._columns)) + sum(
+            map(len, self._fresh))
 
     def _compact(self, new: Any = None) -> None:
         """Compact the history and `new` (updates arriving: triples, or record
@@ -479,39 +511,39 @@ class InputOp(Operator):
         if horizon is not None:
             frontier = (horizon if horizon.is_empty() else frontier if frontier.is_empty()
                         else frontier.meet(horizon))
-        rows, cols = self.history, self._columns
+        rows = self.history
+        parts = ([] if self._columns is None else [self._columns]) + list(self._fresh)
+        self._fresh = ()
         if type(new) is Columns:
-            both = None
-            if cols is None:
-                both = new
-            elif cols.layout() == new.layout():
-                both = columnar.merge([cols, new], None)
-            if both is None:
-                rows = rows + columnar.records(new)
-            else:
-                cols = both
+            parts.append(new)
         elif new:
             rows = rows + new if rows else new
+        if len({p.layout() for p in parts}) > 1:
+            # Data of another shape than the kept columns': those parts as rows.
+            layout = parts[0].layout()
+            rows = rows + [u for p in parts if p.layout() != layout
+                           for u in columnar.records(p)]
+            parts = [p for p in parts if p.layout() == layout]
         merged = None
-        if wants_columns(len(rows) + (0 if cols is None else len(cols))):
-            merged = _advanced_columns(rows, cols, frontier)
+        if wants_columns(len(rows) + sum(map(len, parts))):
+            merged = _advanced_columns(rows, parts, frontier)
         if merged is not None:
             self._columns = merged if len(merged) else None
             self.history = []
         else:
-            if cols is not None:
-                rows = columnar.records(cols) + rows
-                self._columns = None
-            self.history = _advanced(rows, frontier)
+            self._columns = None
+            self.history = _advanced([u for p in parts for u in columnar.records(p)] + rows,
+                                     frontier)
         if not frontier.is_empty():
             self.since = frontier
         self._live = len(self.history) + self._column_records()
 
     def history_updates(self) -> list:
         """The kept history as `(data, time, diff)` triples (columns decoded)."""
-        if self._columns is None:
+        parts = ([] if self._columns is None else [self._columns]) + list(self._fresh)
+        if not parts:
             return self.history
-        return columnar.records(self._columns) + self.history
+        return [u for c in parts for u in columnar.records(c)] + self.history
 
     def snapshot(self, time: Any) -> list:
         """Everything this input has emitted, advanced to `time` and consolidated."""
@@ -524,17 +556,17 @@ class InputOp(Operator):
         return self.frontier.elements
 
 
-def _advanced_columns(rows: list, cols: Columns | None,
-                      frontier: Antichain) -> Columns | None:
-    """`cols` plus `rows`, times advanced by `frontier`, consolidated, as columns; None
-    if the rows are not plain or the layouts differ (the caller keeps rows)."""
-    parts = [] if cols is None else [cols]
+def _advanced_columns(rows: list, parts: list, frontier: Antichain) -> Columns | None:
+    """The column `parts` (consolidated, of one layout) plus `rows`, times advanced
+    by `frontier`, consolidated, as columns; None if the rows are not plain, the
+    layouts differ or a sum leaves int64 (the caller keeps rows)."""
+    parts = list(parts)
     if rows:
         new = columnar.encode_records(rows)
         if new is None:
             return None
         parts.append(new)
-    if not parts or (len(parts) == 2 and parts[0].layout() != parts[1].layout()):
+    if not parts or len({p.layout() for p in parts}) > 1:
         return None
     adv = None
     if frontier.elements:

@@ -129,9 +129,10 @@ class Arrange(Operator):
             return False
         self.trace.insert(batch)
         # By key, the records are the pairs readers take; by self, readers take
-        # `(data, ())` pairs, which are no record columns: rows.
-        self.emit([((d, ()), t, r) for d, t, r in columnar.iter_records(records)]
-                  if self.by_self else records)
+        # `(data, ())` pairs, which are no record columns: rows, decoded as the
+        # keyed batch they are (the data the key, `()` the value; no triples of the
+        # records held besides).
+        self.emit(columnar.updates(records) if self.by_self else records)
         self._upper = frontier
         return True
 

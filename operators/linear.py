@@ -31,12 +31,31 @@ The law, per stage, for every time `t`:
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Callable, Sequence
 
 from lattice import Antichain, TimeError, as_time, join, less_equal
 from operators.base import Operator, Update, as_rows
-from ddflow.columnar import Columns
+from ddflow import columnar
+from ddflow.columnar import Columns, wants_column_batch
 from ddflow.diff import check_diff
+
+
+#: Whether a run of maps passes a large batch of plain results (ints, tuples of
+#: ints) on as record columns (`ddflow.column_batch`): its functions applied to the
+#: data alone, no `(data, time, diff)` triple built, and an arrangement after it
+#: seals them without encoding triples.  False: triples, the path before (the
+#: switch; the tests run both).
+MAP_COLUMNS = True
+#: `_map_fields` transposes up to this many triples by `zip(*batch)`.
+_ZIP_MAX = 4096
+
+
+def set_map_columns(on: bool) -> bool:
+    """Turn `MAP_COLUMNS` on or off; returns the previous setting."""
+    global MAP_COLUMNS
+    old, MAP_COLUMNS = MAP_COLUMNS, on
+    return old
 
 
 def _map(fn: Callable, batch: list) -> list:
@@ -148,6 +167,7 @@ class Linear(Operator):
         self.takes_columns = bool(self.stages) and all(
             s[0] == "map" and callable(getattr(s[1], "on_columns", None))
             for s in self.stages)
+        self._maps_only = bool(self.stages) and all(s[0] == "map" for s in self.stages)
 
     def on_input(self, port: int, updates: list[Update]) -> None:
         self.records_in += len(updates)
@@ -162,6 +182,11 @@ class Linear(Operator):
                 self.emit(batch)
                 return
             batch = as_rows(updates)
+        if self._maps_only and MAP_COLUMNS and wants_column_batch(len(batch)):
+            done = self._map_fields(batch)
+            if done is not None:
+                self.emit(done)
+                return
         for stage in self.stages:
             kind, fn = stage[0], stage[1]
             try:
@@ -171,6 +196,22 @@ class Linear(Operator):
             if not batch:
                 return
         self.emit(batch)
+
+    def _map_fields(self, batch: list) -> Columns | list | None:
+        """The maps applied to the data alone (C-level passes over the batch): record
+        columns when the results are plain, else triples zipped once; None when a
+        function raised (the row path runs it again and names the record)."""
+        if len(batch) <= _ZIP_MAX:
+            data, times, diffs = zip(*batch)    # one transposing pass
+        else:       # (a call of a million arguments costs more than three maps)
+            data, times, diffs = (list(map(itemgetter(i), batch)) for i in range(3))
+        try:
+            for stage in self.stages:
+                data = list(map(stage[1], data))
+        except Exception:  # noqa: BLE001 - user code: blamed by the row path
+            return None
+        cols = columnar.encode_fields(data, times, diffs)
+        return cols if cols is not None else list(zip(data, times, diffs))
 
     def reads_frontier(self) -> bool:
         return bool(self._frontier_watchers)

@@ -49,6 +49,8 @@ The built-in logics below give differential dataflow's `count`, `sum`, `min`,
 
 from __future__ import annotations
 
+from itertools import repeat
+from operator import itemgetter
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -71,6 +73,9 @@ Logic = Callable[[Any, list], Iterable[tuple]]
 
 def _value(pair: tuple) -> Any:
     return pair[0]
+
+
+_time_of = itemgetter(1)
 
 
 class Reduce(Operator):
@@ -118,6 +123,11 @@ class Reduce(Operator):
             return
         # A bulk batch has few distinct times: its keys are grouped by time, and the
         # keys with nothing pending (all of them, in a load) are added at once.
+        times = set(map(_time_of, updates))
+        if len(times) == 1:
+            # One time (an epoch's batch): its keys in one C-level pass.
+            self._add_pending_keys(times.pop(), dict.fromkeys([kv[0] for kv, _t, _r in updates]))
+            return
         by_t: dict = {}
         for (k, _v), t, _r in updates:
             ks = by_t.get(t)
@@ -181,6 +191,10 @@ class Reduce(Operator):
     def on_frontier(self, frontiers: Sequence[Antichain]) -> None:
         frontier = frontiers[0]
         emitted: list[Update] = []
+        # The chain kernel's corrections as keyed columns, if it made them so: the
+        # output batch when nothing else was emitted (no rows encoded again).
+        chained: list = []
+        n_chained = 0
         if self._by_time:
             memo: dict = {}
 
@@ -205,13 +219,23 @@ class Reduce(Operator):
             bulk = columnar_min()
             if (keys and bulk is not None and len(keys) >= min(CHAIN_MIN_KEYS, bulk)
                     and supports(self.logic)):
-                keys = self._reduce_chains(keys, beyond, emitted)
+                keys = self._reduce_chains(keys, complete, emitted, chained)
+            n_chained = len(emitted)
             for key in list(keys) if type(keys) is not list else keys:
                 self._reduce_key(key, beyond, emitted)
         if emitted:
             lower = self._upper if self._upper is not None else lower_of(Antichain(), emitted,
                                                                           frontier)
-            self.out_trace.insert(Batch.from_updates(emitted, lower=lower, upper=frontier))
+            batch = None
+            # Sealed as columns whatever their number: a loop's small rounds too (the
+            # reachability load at 200k nodes held 286 bytes an edge so, 308 with the
+            # rounds below the columnar batch size as rows).
+            if (len(chained) == 1 and chained[0] is not None and n_chained == len(emitted)
+                    and len(chained[0]) == n_chained):
+                batch = Batch.from_columns(chained[0], lower, frontier)
+            if batch is None:
+                batch = Batch.from_updates(emitted, lower=lower, upper=frontier)
+            self.out_trace.insert(batch)
             self.emit(emitted)
         self._upper = frontier
         # Later evaluations happen only at times in advance of this frontier.
@@ -247,37 +271,33 @@ class Reduce(Operator):
             del by_time[t]
             self._caps = None
 
-    def _reduce_chains(self, keys: dict, beyond: Callable[[Any], bool],
-                       emitted: list[Update]) -> list:
+    def _reduce_chains(self, keys: dict, complete: list, emitted: list[Update],
+                       chained: list | None = None) -> list:
         """Evaluate the keys with one complete pending time whose stored times lie
         below it directly (`operators.reduce_chain`, the bulk path); returns the
-        keys left for `_reduce_key`."""
-        single: list = []
-        rest: list = []
-        pending = self._pending
-        for key in keys:
-            u = pending[key]
-            if type(u) is not set and not beyond(u):
-                single.append((key, u))
-            else:
-                rest.append(key)
+        keys left for `_reduce_key`.  `keys` are those pending at the `complete`
+        times: a key pending at one time alone is in that time's index entry."""
+        pending, by_time = self._pending, self._by_time
+        # Keys with several pending times go the general way; the others are
+        # grouped by their one time as the index holds them (no per-key test of
+        # the time: it is one of `complete`).
+        rest = [key for key in keys if type(pending[key]) is set]
+        several = set(rest)
+        groups = [(t, [k for k in by_time[t] if k not in several] if several
+                   else list(by_time[t])) for t in complete]
+        single = [pair for t, ks in groups for pair in zip(ks, repeat(t))]
         if not single:
             return rest
         declined, work = chain_corrections_of(single, self.source.trace, self.out_trace,
-                                              self.logic, emitted)
+                                              self.logic, emitted, chained)
         self.work += work
         left = {key for key, _u in declined}
-        done: dict = {}                 # time -> the keys evaluated there
-        for key, u in single:
-            if key not in left:
-                ks = done.get(u)
-                if ks is None:
-                    done[u] = [key]
-                else:
-                    ks.append(key)
-        for u, ks in done.items():
-            self._drop_single(u, ks)
-            self.times_visited += len(ks)
+        for u, ks in groups:
+            if left:
+                ks = [k for k in ks if k not in left]
+            if ks:
+                self._drop_single(u, ks)
+                self.times_visited += len(ks)
         rest.extend(key for key, _u in declined)
         return rest
 

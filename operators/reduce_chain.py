@@ -144,12 +144,14 @@ def chain_corrections(keys: Iterable[tuple[Any, Any]], inputs: Callable[[Any], l
 
 
 def chain_corrections_of(keys: list[tuple[Any, Any]], inputs: Any, outputs: Any,
-                         logic: Callable, made: list) -> tuple[list, int]:
+                         logic: Callable, made: list,
+                         made_columns: list | None = None) -> tuple[list, int]:
     """`chain_corrections` over two traces (`Trace` or anything with `get` and
     `column_view`): by their columns where they have some and the keys and times
-    are plain (`chain_corrections_columns`), else key by key."""
+    are plain (`chain_corrections_columns`), else key by key.  `made_columns`: see
+    `chain_corrections_columns`."""
     if _columns_on:
-        got = chain_corrections_columns(keys, inputs, outputs, logic, made)
+        got = chain_corrections_columns(keys, inputs, outputs, logic, made, made_columns)
         if got is not None:
             return got
     return chain_corrections(keys, inputs.get, outputs.get, logic, made)
@@ -161,12 +163,18 @@ ENCODE_ROWS_PER_KEY = 8
 
 
 def chain_corrections_columns(keys: list[tuple[Any, Any]], inputs: Any, outputs: Any,
-                              logic: Callable, made: list) -> tuple[list, int] | None:
+                              logic: Callable, made: list,
+                              made_columns: list | None = None) -> tuple[list, int] | None:
     """`chain_corrections`, reading the `inputs` and `outputs` traces' columnar
     batches by vectorized kernels (no decoding of the batch): all of their batches
     when the row batches are few enough to encode (`Trace.column_batches`), else the
     columnar ones, and the row batches key by key.  None (nothing done) when neither
-    trace has columns, or the keys or times are not plain in the columns' layout."""
+    trace has columns, or the keys or times are not plain in the columns' layout.
+
+    `made_columns`, if a list: when the corrections were made in numpy
+    (`_corrections_in_columns`), the same corrections are appended to it as one
+    set of consolidated keyed columns (`ddflow.columnar`), which a caller may seal
+    into its output batch without encoding the rows appended to `made`."""
     n = len(keys)
     limit = ENCODE_ROWS_PER_KEY * n
     in_cols = inputs.column_batches(limit)
@@ -186,8 +194,12 @@ def chain_corrections_columns(keys: list[tuple[Any, Any]], inputs: Any, outputs:
     if any(c.kshape != kshape or c.product != product for c in in_cols + out_cols):
         return None
     late = np.zeros(n, dtype=bool)       # a stored time not <= u, or a value other than ()
-    # Each batch's diffs sum below 2^62 in absolute value; two could overflow int64.
-    total = np.zeros(n, dtype=np.int64 if len(in_cols) < 2 else object)
+    # Each batch's diffs sum below 2^62 in absolute value; two could overflow int64,
+    # unless the batches' sums of |diff| together stay below that (a stream's diffs
+    # of +-1: a bound read per batch by numpy, not a Python int per key).
+    wide = len(in_cols) >= 2 and sum(
+        columnar.abs_max(c.diffs) * len(c) for c in in_cols) >= 1 << 62
+    total = np.zeros(n, dtype=object if wide else np.int64)
     work = 0
     for c in in_cols:
         counts, rows = column_join.key_rows(c, karr)
@@ -206,8 +218,10 @@ def chain_corrections_columns(keys: list[tuple[Any, Any]], inputs: Any, outputs:
         prior_cols.append((c, owner, rows))
     if in_rows is None and _vector_on:
         kernel = _TOTAL_KERNELS.get(logic)
-        if kernel is not None and _corrections_in_columns(keys, late, total, prior_cols,
-                                                          kernel, made):
+        if kernel is not None and _corrections_in_columns(
+                keys, late, total, prior_cols, kernel, made,
+                None if made_columns is None else (made_columns, karr, kshape, uarr,
+                                                   product)):
             return [k for k, is_late in zip(keys, late.tolist()) if is_late], work
     col_outs: dict[int, list] = {}
     for c, owner, rows in prior_cols:
@@ -254,12 +268,15 @@ def chain_corrections_columns(keys: list[tuple[Any, Any]], inputs: Any, outputs:
 
 
 def _corrections_in_columns(keys: list, late: np.ndarray, total: np.ndarray,
-                            prior_cols: list, kernel: Callable, made: list) -> bool:
+                            prior_cols: list, kernel: Callable, made: list,
+                            as_columns: tuple | None = None) -> bool:
     """The corrections of the keys not `late` in numpy: the desired outputs of their
     totals (`kernel`, diff 1) less every output emitted before (`prior_cols`), summed
     per key and output, zeros dropped, appended to `made` as `((key, o), u, r)`.
     False (nothing done) when the outputs emitted before are not in the kernel's
-    value layout or a total leaves int64."""
+    value layout or a total leaves int64.  `as_columns`: `(out, karr, kshape, uarr,
+    product)`, the encoded keys and times of `keys`: the corrections are also
+    appended to `out` as consolidated keyed columns."""
     ok = ~late
     if total.dtype == object:
         if len(total) and max(abs(int(x)) for x in total.tolist()) >= 1 << 62:
@@ -279,11 +296,18 @@ def _corrections_in_columns(keys: list, late: np.ndarray, total: np.ndarray,
         diffs.append(-c.diffs[rows[keep]])
     owner = np.concatenate(owners)
     if not len(owner):
+        if as_columns is not None:
+            as_columns[0].append(None)
         return True
     # One consolidation over (key index, output): `Columns` with the key index as key.
     sums = columnar.consolidate(columnar.Columns(
         owner.reshape(-1, 1), np.concatenate(vals), np.zeros((len(owner), 1), np.int64),
         np.concatenate(diffs), -1, vshape, False))
+    if as_columns is not None:
+        out, karr, kshape, uarr, product = as_columns
+        kidx = sums.keys[:, 0]
+        out.append(columnar.consolidate(columnar.Columns(
+            karr[kidx], sums.vals, uarr[kidx], sums.diffs, kshape, vshape, product)))
     at = list(map(keys.__getitem__, sums.keys[:, 0].tolist()))
     made.extend(zip(zip(map(_first, at), columnar.decode_values(sums, np.arange(len(sums)))),
                     map(_second, at), sums.diffs.tolist()))
