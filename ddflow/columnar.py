@@ -26,15 +26,14 @@ rows strictly increasing in (key, val, time), no zero diff, shapes consistent.
 
 from __future__ import annotations
 
-import gc
 from contextlib import contextmanager
-from functools import wraps
 from itertools import chain
 from operator import itemgetter
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from ddflow.gc_pause import gc_paused
 from lattice import Product
 
 #: Diffs whose sums could leave int64 stay in rows (Python ints do not overflow).
@@ -122,25 +121,6 @@ def wants_column_batch(n: int) -> bool:
     is 0, which puts every plain batch in columns)."""
     t = _threshold
     return t is not None and n > 0 and n >= (t and max(1, t // BATCH_DIVISOR))
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-def gc_paused(f: _F) -> _F:
-    """Run `f` with Python's cyclic garbage collector paused.  Encoding and decoding
-    make or drop up to millions of tuples, none in a cycle, and each few hundred
-    allocations let the collector traverse the young ones again (profiled: decoding
-    600k updates took 1.18 s with it, 0.31 s without)."""
-    @wraps(f)
-    def paused(*args: Any, **kwargs: Any) -> Any:
-        if not gc.isenabled():
-            return f(*args, **kwargs)
-        gc.disable()
-        try:
-            return f(*args, **kwargs)
-        finally:
-            gc.enable()
-    return paused  # type: ignore[return-value]
 
 
 class Columns:
@@ -604,7 +584,8 @@ def encode_times(times: Sequence[Any]) -> tuple[np.ndarray, bool] | None:
     return _encode_times(times, len(times)) if times else None
 
 
-__all__ = ["Columns", "encode", "encode_records", "records", "iter_records", "entered",
+__all__ = ["Columns", "encode", "encode_records", "encode_fields", "records", "iter_records",
+           "entered",
            "encode_frontier", "encode_keys", "encode_times", "consolidate", "advance",
            "in_advance_of", "merge", "decode", "updates", "decode_values", "decode_col", "times_list",
            "abs_max", "gc_paused", "DIFF_LIMIT", "key_entries", "consolidate_records", "columnar",
