@@ -136,3 +136,40 @@ def test_column_reads_agree_with_key_reads(data, product, split, encode_rows, ve
         assert sorted(got[0], key=repr) == sorted(expected[0], key=repr)
         assert got[1] == expected[1]
         assert sorted(made_cols, key=repr) == sorted(made_rows, key=repr)
+
+
+def test_column_totals_past_int64_are_summed_in_python_ints():
+    """Three columnar batches of one key, each diff just inside `encode`'s bound: each
+    batch's sum fits int64, theirs does not.  The kernel's totals must leave int64
+    (the bound read per batch) and count 3 * (2**62 - 1), as the row path does."""
+    from ddflow.batch import Batch
+    from lattice import Antichain
+    from operators.reduce_chain import chain_corrections_columns
+
+    d = (1 << 62) - 1
+    lower, upper = Antichain([0]), Antichain()
+
+    class Batches:
+        def __init__(self, parts: list) -> None:
+            with columnar.columnar(0):
+                self.batches = [Batch.from_updates(p, lower, upper) for p in parts]
+            assert all(b.cols is not None for b in self.batches)
+
+        def get(self, key) -> list:
+            return [e for b in self.batches for e in b.get(key)]
+
+        def column_batches(self, _limit: int) -> list:
+            return [b.cols for b in self.batches]
+
+        def column_view(self):
+            return [b.cols for b in self.batches], lambda _key: []
+
+    tin = Batches([[((7, ()), t, d)] for t in range(3)])
+    tout = Batches([])
+    made_rows: list = []
+    expected = chain_corrections([(7, 2)], tin.get, tout.get, count_logic, made_rows)
+    made: list = []
+    got = chain_corrections_columns([(7, 2)], tin, tout, count_logic, made)
+    assert got is not None and got[0] == expected[0]
+    assert sorted(made, key=repr) == sorted(made_rows, key=repr)
+    assert ((7, 3 * d), 2, 1) in made
