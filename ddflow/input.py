@@ -46,6 +46,16 @@ INPUT_COLUMNS = True
 _ANY: Any = object()    # "any value" for the optional filters of `InputSession.discard`
 
 
+def _ints_and_strs(data: tuple) -> bool:
+    """Whether every field of `data` is an int or a str (not a bool): such a tuple
+    hashes and equals itself (no NaN), so it needs no `hash` or self-equality test."""
+    for x in data:
+        k = type(x)
+        if k is not int and k is not str:
+            return False
+    return True
+
+
 class InputSession:
     """Feeds updates into one input collection, at times no earlier than `time`.
 
@@ -84,17 +94,12 @@ class InputSession:
     def update(self, data: Any, diff: Any = 1) -> None:
         """Change the count of `data` by `diff` at the session's current time."""
         time = self.time
-        if type(time) is int and type(diff) is int and type(data) is tuple and not self.closed:
-            # The commonest update of a stream (a tuple of ints or strs, an int diff
-            # and time): checked here, without `update_at`'s call and `hash`: such a
-            # tuple hashes, and equals itself.
-            for x in data:
-                k = type(x)
-                if k is not int and k is not str:
-                    break
-            else:
-                self._pending.append((data, time, diff))
-                return
+        if (type(time) is int and type(diff) is int and type(data) is tuple
+                and not self.closed and _ints_and_strs(data)):
+            # The commonest update of a stream, checked here without `update_at`'s
+            # call and `hash`.
+            self._pending.append((data, time, diff))
+            return
         self.update_at(data, time, diff)
 
     def update_at(self, data: Any, time: Any, diff: Any = 1) -> None:
@@ -112,17 +117,9 @@ class InputSession:
             # strs and tuples of them hash and equal themselves (no NaN), with no
             # call to `hash` or `not_self_equal`.
             kind = type(data)
-            if kind is int or kind is str:
+            if kind is int or kind is str or (kind is tuple and _ints_and_strs(data)):
                 self._pending.append((data, time, diff))
                 return
-            if kind is tuple:
-                for x in data:
-                    k = type(x)
-                    if k is not int and k is not str:
-                        break
-                else:
-                    self._pending.append((data, time, diff))
-                    return
             try:
                 hash(data)
             except TypeError:
