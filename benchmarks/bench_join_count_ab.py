@@ -162,7 +162,8 @@ def report(result: dict) -> str:
         p = m["profile"]
         out.append("")
         out.append(table(f"cProfile, current tree, {next(iter(m))}: {p['cpu_ms']:,.0f} CPU ms "
-                         "(profiled: the timed epochs)", ["function", "calls", "tottime ms", "share"],
+                         "(profiled: the timed epochs)",
+                         ["function", "calls", "tottime ms", "share"],
                          [[f["function"], f["calls"], f["tottime_ms"], f"{f['share']:.1%}"]
                           for f in p["top"]]))
     out.append("")

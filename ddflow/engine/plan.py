@@ -6,9 +6,9 @@ receive), its number of input ports and its progress `Summary`; and, computed on
 here, what progress tracking needs: the least path summaries between all places of
 the graph (`Tracker`), or, for a large graph, its components (`EdgeTracker`, which
 builds its own linear table of hops: see `set_tracking`).  Engines instantiate
-operators from the graph's node factories (`ddflow.graph`, which also holds the rewrites done before
-compiling: `prepare`, `grow`) and run them over a plan; they never read or write the
-front door's objects beyond that.
+operators from the graph's node factories (`ddflow.graph`, which also holds the
+rewrites done before compiling: `prepare`, `grow`) and run them over a plan; they
+never read or write the front door's objects beyond that.
 """
 
 from __future__ import annotations
