@@ -6,6 +6,7 @@ between them (work counted, never timed)."""
 from __future__ import annotations
 
 import signal
+import time
 from contextlib import contextmanager
 
 import pytest
@@ -74,18 +75,28 @@ def nested_graphs(draw, max_depth: int = 2):
 
 
 @contextmanager
-def _no_hang(seconds: int = 20):
+def _no_hang(seconds: float = 20):
     """Fail instead of hanging: a tracker that takes changes in the wrong order
-    chases a removal and the time it implied around a loop for ever."""
+    chases a removal and the time it implied around a loop for ever.  The real-time
+    timer is pytest-timeout's too: what it had left is given back after."""
     def fail(_signum, _frame):
         raise AssertionError(f"propagation did not end within {seconds} s")
     previous = signal.signal(signal.SIGALRM, fail)
-    signal.alarm(seconds)
+    left, interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    if left and left <= seconds:         # the outer timeout comes first: leave it
+        signal.setitimer(signal.ITIMER_REAL, left, interval)
+        signal.signal(signal.SIGALRM, previous)
+        yield
+        return
+    started = time.monotonic()
     try:
         yield
     finally:
-        signal.alarm(0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if left:
+            signal.setitimer(signal.ITIMER_REAL,
+                             max(left - (time.monotonic() - started), 1e-3), interval)
 
 
 def _time(depth: int, coords: list[int], root_product: bool):
