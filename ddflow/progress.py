@@ -79,11 +79,21 @@ class Pointstamps:
     recorded changes and returns how the locations' own frontiers moved.
     """
 
-    def __init__(self, n_locations: int) -> None:
+    def __init__(self, n_locations: int, ports: Sequence[tuple[int, ...]]) -> None:
         #: location -> {time: pointstamps there}, and the minimal times of those (a
         #: tuple in `sort_key` order: only the ports' frontiers are ever handed out)
         self.stamps: list[dict] = [{} for _ in range(n_locations)]
         self._own: list[tuple] = [()] * n_locations
+        #: port -> its frontier as last handed out, and whether it is due for a
+        #: recompute (its elements moved since)
+        self._frontier: list[Antichain] = [EMPTY] * n_locations
+        self._stale: list[bool] = [False] * n_locations
+        #: node -> the tuple `frontiers(node)` last returned, while still current:
+        #: handed out again as the same object, so that comparing it with what an
+        #: operator was told last costs nothing
+        self._node_frontiers: list[tuple] = [tuple(EMPTY for _ in ps) for ps in ports]
+        #: minimal times -> their frontier, shared (see `_intern`)
+        self._antichains: dict[tuple, Antichain] = {(): EMPTY}
         #: Changes recorded and not yet propagated: (location, time) -> delta.
         self.changes: dict[tuple[int, Any], int] = {}
         #: counters: pointstamp changes, times whose (net) move was pushed to the
@@ -188,6 +198,17 @@ class Pointstamps:
                                   else ((location, 1),))
         return by_time
 
+    def _intern(self, elements: tuple) -> Antichain:
+        """The frontier of these minimal times, kept so that ports (and epochs) with the
+        same frontier share one object."""
+        interned = self._antichains
+        if elements in interned:
+            return interned[elements]
+        if len(interned) >= KEPT:
+            interned.clear()
+        f = interned[elements] = Antichain.trusted(elements)
+        return f
+
     def _check_stamps(self) -> None:
         """No pending change, counts positive, each location's frontier is that of
         its pointstamps."""
@@ -230,7 +251,7 @@ class Tracker(Pointstamps):
         self.ports = ports
         self.reach = reach
         n_locations = len(self.reach)
-        super().__init__(n_locations)
+        super().__init__(n_locations, ports)
         self.node_of = [0] * n_locations
         for i, ps in enumerate(self.ports):
             for port in ps:
@@ -255,15 +276,6 @@ class Tracker(Pointstamps):
                     self._reverse.setdefault(port, []).append((location, ss))
         #: port -> {time: locations whose minimal pointstamps reach it at that time}
         self.counts: list[dict] = [{} for _ in range(n_locations)]
-        self._frontier: list[Antichain] = [EMPTY] * n_locations
-        #: port -> whether its frontier is due for a recompute from its counts
-        self._stale: list[bool] = [False] * n_locations
-        #: node -> the tuple `frontiers(node)` last returned, while still current:
-        #: handed out again as the same object, so that comparing it with what an
-        #: operator was told last costs nothing
-        self._node_frontiers: list[tuple] = [tuple(EMPTY for _ in ps) for ps in ports]
-        #: minimal times -> their frontier, shared (see `_intern`)
-        self._antichains: dict[tuple, Antichain] = {(): EMPTY}
         self._effects: dict[tuple, tuple] = {}
 
     def settle(self, node: int | None = None, push: bool = True
@@ -359,14 +371,6 @@ class Tracker(Pointstamps):
                         self._node_frontiers[node] = tuple(map(frontier.__getitem__, ports))
         return moved, self._node_frontiers[node]
 
-    def _intern(self, elements: tuple) -> Antichain:
-        """The frontier of these minimal times, kept so that ports (and epochs) with the
-        same frontier share one object."""
-        if len(self._antichains) >= _KEPT:
-            self._antichains.clear()
-        f = self._antichains[elements] = Antichain.trusted(elements)
-        return f
-
     def _effect(self, pattern: tuple) -> tuple:
         """What a time leaving and entering these locations does to the watched ports:
         `(shape, argument, ((port, +-n, its node), ...))` per summary (see
@@ -382,7 +386,7 @@ class Tracker(Pointstamps):
             if n:
                 by_summary.setdefault(s, []).append((port, n, self.node_of[port]))
         effect = tuple((*kind_of(s), tuple(entries)) for s, entries in by_summary.items())
-        if len(self._effects) >= _KEPT:
+        if len(self._effects) >= KEPT:
             self._effects.clear()
         self._effects[pattern] = effect
         return effect
@@ -424,8 +428,9 @@ class Tracker(Pointstamps):
 
 #: How many patterns of location frontier changes (whose effect on the ports is
 #: remembered: a graph shows few, mostly a time passing from one operator to the
-#: next) and how many distinct frontiers (shared objects) a tracker keeps.
-_KEPT = 4096
+#: next), how many distinct frontiers (shared objects) and how many time keys
+#: (`ddflow.progress_edges`) a tracker keeps.
+KEPT = 4096
 
 
 def minimal_times(counts: dict) -> tuple:

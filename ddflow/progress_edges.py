@@ -37,13 +37,10 @@ from typing import Any, Sequence
 from lattice import Antichain, Product, sort_key
 from lattice.antichain import in_advance
 from ddflow.errors import ProgressError
-from ddflow.progress import (ADD, EMPTY, POP, PUSH, SAME, Pointstamps, kind_of,
+from ddflow.progress import (ADD, KEPT, POP, PUSH, SAME, Pointstamps, kind_of,
                              minimal_times)
 from ddflow.summaries import (Summary, components, consumers_of, path_summaries,
                               port_numbers)
-
-#: How many distinct frontiers (shared objects) and time keys a tracker keeps.
-_KEPT = 4096
 
 
 def flat_key(t: Any) -> tuple:
@@ -98,7 +95,7 @@ class EdgeTracker(Pointstamps):
         self.ports = ports = port_numbers(inputs)
         n = len(inputs)
         n_locations = n + sum(len(ps) for ps in ports)
-        super().__init__(n_locations)
+        super().__init__(n_locations, ports)
         self.node_of = list(range(n)) + [0] * (n_locations - n)
         for i, ps in enumerate(ports):
             for port in ps:
@@ -142,11 +139,6 @@ class EdgeTracker(Pointstamps):
         #: junctions hopping to it, moved by the hop, are that time}; its minimal times
         self.implied: list[dict] = [{} for _ in range(n_locations)]
         self._elements: list[tuple] = [()] * n_locations
-        #: port -> its frontier as last handed out, and whether its elements moved since
-        self._frontier: list[Antichain] = [EMPTY] * n_locations
-        self._stale: list[bool] = [False] * n_locations
-        self._node_frontiers: list[tuple] = [tuple(EMPTY for _ in ps) for ps in ports]
-        self._antichains: dict[tuple, Antichain] = {(): EMPTY}
         self._keys: dict[Any, tuple] = {}
 
     def settle(self, node: int | None = None, push: bool = True
@@ -178,7 +170,7 @@ class EdgeTracker(Pointstamps):
         keys, rank, onward = self._keys, self._rank, self._onward
         implied, elements_of, stale = self.implied, self._elements, self._stale
         report = self._report
-        if len(keys) >= _KEPT:
+        if len(keys) >= KEPT:
             keys.clear()
         # (location, time) -> net change not yet applied; the heap holds one entry
         # per key of `pending` (a sequence number breaks ties: times never compared).
@@ -254,16 +246,6 @@ class EdgeTracker(Pointstamps):
                             seq += 1
         self.pushed += n_times
         return moved
-
-    def _intern(self, elements: tuple) -> Antichain:
-        """The frontier of these minimal times, shared by ports with the same."""
-        interned = self._antichains
-        if elements in interned:
-            return interned[elements]
-        if len(interned) >= _KEPT:
-            interned.clear()
-        f = interned[elements] = Antichain.trusted(elements)
-        return f
 
     # -- reading -------------------------------------------------------------------
     def frontier(self, port: int) -> Antichain:
